@@ -1,0 +1,662 @@
+/* Container format: creation, validation on open, metadata slots, the commit
+ * word, rollback, and read-only access to the committed state. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "container.h"
+#include "persist_file.h"
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t crc(const void *p, size_t n, uint32_t seed)
+{
+    return (uint32_t)crc32_z(seed, p, n);
+}
+
+static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+
+static uint32_t super_crc(const struct crpm_super *sb)
+{
+    struct crpm_super t = *sb;
+    t.crc = 0;
+    return crc(&t, sizeof t, 0);
+}
+
+uint64_t crpm_commit_word(uint64_t nonce, uint64_t epoch, int in_progress)
+{
+    uint64_t low = (epoch & 0xffffffffull) | ((uint64_t)(in_progress != 0) << 32);
+    unsigned char buf[16];
+    memcpy(buf, &nonce, 8);
+    memcpy(buf + 8, &low, 8);
+    uint64_t check = crc(buf, sizeof buf, 0) & 0x7fffffffu;
+    return low | (check << 33);
+}
+
+static volatile uint64_t *commit_ptr(crpm_container *c)
+{
+    return (volatile uint64_t *)(c->media.base + CRPM_COMMIT_OFF);
+}
+
+int crpm_write_commit(crpm_container *c, uint64_t epoch, int in_progress)
+{
+    if (epoch > 0xffffffffull)
+        return crpm_error(CRPM_ERR_RANGE, "%s: epoch counter exhausted", c->path);
+    /* one aligned 8-byte store: failure-atomic on every platform libpmem supports */
+    *commit_ptr(c) = crpm_commit_word(c->sb.nonce, epoch, in_progress);
+    crpm_persist_flush(&c->media, (const void *)commit_ptr(c), 8);
+    crpm_persist_drain(&c->media);
+    c->epoch = epoch;
+    c->in_progress = in_progress;
+    return CRPM_SUCCESS;
+}
+
+char *crpm_seg_addr(crpm_container *c, uint32_t phys)
+{
+    return c->media.base + c->sb.data_offset + (uint64_t)phys * c->sb.segment_size;
+}
+
+static uint64_t nsegs_for(uint64_t bytes, uint64_t seg)
+{
+    return (bytes + seg - 1) / seg;
+}
+
+void crpm_free_regions(crpm_container *c)
+{
+    for (int i = 0; i < c->nregions; i++)
+        free(c->regions[i].segs);
+    free(c->regions);
+    c->regions = NULL;
+    c->nregions = c->cap_regions = 0;
+}
+
+/* ---- metadata slots ------------------------------------------------------ */
+
+int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_t nphys,
+                    crpm_region *regs, int nregs, crpm_seg **segs)
+{
+    uint64_t body = 0;
+    uint32_t nsaved = 0;
+    for (int i = 0; i < nregs; i++) {
+        if (!regs[i].p_elem_size)
+            continue; /* not protected: not part of this epoch */
+        nsaved++;
+        body += sizeof(struct crpm_slot_region) +
+                nsegs_for(regs[i].p_count * regs[i].p_elem_size, c->sb.segment_size) * sizeof(struct crpm_slot_seg);
+    }
+    if (sizeof(struct crpm_slot_hdr) + body > c->sb.slot_size)
+        return crpm_error(CRPM_ERR_RANGE,
+                          "%s: %llu bytes of metadata exceed the slot (%llu bytes); use a larger segment_size",
+                          c->path, (unsigned long long)body, (unsigned long long)c->sb.slot_size);
+    size_t total = sizeof(struct crpm_slot_hdr) + body;
+    char *buf = malloc(total);
+    if (!buf)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory for metadata");
+    struct crpm_slot_hdr *h = (struct crpm_slot_hdr *)buf;
+    memset(h, 0, sizeof *h);
+    memcpy(h->magic, CRPM_SLOT_MAGIC, 8);
+    h->nonce = c->sb.nonce;
+    h->epoch = epoch;
+    h->user_id = user_id;
+    h->timestamp_ns = now_ns();
+    h->nphys = nphys;
+    h->body_size = body;
+    h->nregions = nsaved;
+    char *p = buf + sizeof *h;
+    for (int i = 0; i < nregs; i++) {
+        uint64_t bytes = regs[i].p_count * regs[i].p_elem_size;
+        if (!regs[i].p_elem_size)
+            continue;
+        struct crpm_slot_region r = {regs[i].id, regs[i].p_type_code, regs[i].p_elem_size, regs[i].p_count,
+                                     nsegs_for(bytes, c->sb.segment_size)};
+        memcpy(p, &r, sizeof r);
+        p += sizeof r;
+        for (uint64_t k = 0; k < r.nsegs; k++) {
+            struct crpm_slot_seg s = {{segs[i][k].phys[0], segs[i][k].phys[1]}, segs[i][k].state};
+            memcpy(p, &s, sizeof s);
+            p += sizeof s;
+        }
+    }
+    h->crc = crc(buf, total, 0);
+    crpm_persist_copy(&c->media, c->media.base + c->sb.slot_offset[epoch % 2], buf, total);
+    free(buf);
+    return CRPM_SUCCESS;
+}
+
+/* Parses slot `epoch % 2` into *out (allocated).  Returns CRPM_ERR_CORRUPT
+ * with a message when the slot is not a valid description of `epoch`. */
+static int parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int *nout, uint64_t *user_id,
+                      uint64_t *nphys)
+{
+    const char *base = c->media.base + c->sb.slot_offset[epoch % 2];
+    struct crpm_slot_hdr h;
+    memcpy(&h, base, sizeof h);
+    if (memcmp(h.magic, CRPM_SLOT_MAGIC, 8) != 0 || h.nonce != c->sb.nonce)
+        return crpm_error(CRPM_ERR_CORRUPT, "%s: metadata slot %llu has no valid header", c->path,
+                          (unsigned long long)(epoch % 2));
+    if (h.epoch != epoch)
+        return crpm_error(CRPM_ERR_CORRUPT, "%s: metadata slot %llu holds epoch %llu, expected %llu", c->path,
+                          (unsigned long long)(epoch % 2), (unsigned long long)h.epoch,
+                          (unsigned long long)epoch);
+    if (h.body_size > c->sb.slot_size - sizeof h)
+        return crpm_error(CRPM_ERR_CORRUPT, "%s: metadata slot %llu has an impossible size", c->path,
+                          (unsigned long long)(epoch % 2));
+    struct crpm_slot_hdr hz = h;
+    hz.crc = 0;
+    uint32_t sum = crc(&hz, sizeof hz, 0);
+    sum = crc(base + sizeof h, h.body_size, sum);
+    if (sum != h.crc)
+        return crpm_error(CRPM_ERR_CORRUPT, "%s: checksum mismatch in metadata of epoch %llu", c->path,
+                          (unsigned long long)epoch);
+    crpm_region *regs = calloc(h.nregions ? h.nregions : 1, sizeof *regs);
+    if (!regs)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    const char *p = base + sizeof h, *end = p + h.body_size;
+    int rc = CRPM_SUCCESS;
+    uint32_t i;
+    for (i = 0; i < h.nregions && rc == 0; i++) {
+        struct crpm_slot_region r;
+        if ((size_t)(end - p) < sizeof r) { rc = -1; break; }
+        memcpy(&r, p, sizeof r);
+        p += sizeof r;
+        if (r.elem_size == 0 || r.count > UINT64_MAX / r.elem_size ||
+            r.nsegs != nsegs_for(r.count * r.elem_size, c->sb.segment_size) ||
+            r.nsegs > (uint64_t)(end - p) / sizeof(struct crpm_slot_seg)) { rc = -1; break; }
+        for (uint32_t j = 0; j < i; j++)
+            if (regs[j].id == r.id) rc = -1;
+        regs[i].saved = 1;
+        regs[i].id = r.id;
+        regs[i].type_code = r.type_code;
+        regs[i].elem_size = r.elem_size;
+        regs[i].count = r.count;
+        regs[i].nsegs = r.nsegs;
+        regs[i].segs = calloc(r.nsegs ? r.nsegs : 1, sizeof(crpm_seg));
+        if (!regs[i].segs) { i++; rc = CRPM_ERR_NOMEM; break; }
+        for (uint64_t k = 0; k < r.nsegs; k++) {
+            struct crpm_slot_seg s;
+            memcpy(&s, p, sizeof s);
+            p += sizeof s;
+            if (s.state > 2 || (s.state && (s.phys[s.state - 1] >= h.nphys)) ||
+                (s.phys[0] != CRPM_NO_PHYS && s.phys[0] >= h.nphys) ||
+                (s.phys[1] != CRPM_NO_PHYS && s.phys[1] >= h.nphys) ||
+                (s.phys[0] != CRPM_NO_PHYS && s.phys[0] == s.phys[1]))
+                rc = -1;
+            regs[i].segs[k] = (crpm_seg){{s.phys[0], s.phys[1]}, s.state};
+        }
+    }
+    if (rc == 0 && p != end)
+        rc = -1;
+    if (rc) {
+        for (uint32_t j = 0; j < i && j < h.nregions; j++)
+            free(regs[j].segs);
+        free(regs);
+        if (rc == CRPM_ERR_NOMEM)
+            return crpm_error(rc, "out of memory");
+        return crpm_error(CRPM_ERR_CORRUPT, "%s: inconsistent region table in metadata of epoch %llu", c->path,
+                          (unsigned long long)epoch);
+    }
+    *out = regs;
+    *nout = (int)h.nregions;
+    *user_id = h.user_id;
+    *nphys = h.nphys;
+    return CRPM_SUCCESS;
+}
+
+void crpm_mark_used(crpm_container *c)
+{
+    memset(c->used, 0, c->used_cap);
+    for (int i = 0; i < c->nregions; i++)
+        for (uint64_t k = 0; c->regions[i].saved && k < c->regions[i].nsegs; k++)
+            for (int j = 0; j < 2; j++)
+                if (c->regions[i].segs[k].phys[j] != CRPM_NO_PHYS)
+                    c->used[c->regions[i].segs[k].phys[j]] = 1;
+}
+
+static int ensure_used_cap(crpm_container *c, uint64_t n)
+{
+    if (n <= c->used_cap)
+        return CRPM_SUCCESS;
+    uint8_t *u = realloc(c->used, n);
+    if (!u)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    memset(u + c->used_cap, 0, n - c->used_cap);
+    c->used = u;
+    c->used_cap = n;
+    return CRPM_SUCCESS;
+}
+
+/* Makes `epoch` (0 = empty) the in-memory state, keeping current protections. */
+int crpm_load_slot(crpm_container *c, uint64_t epoch)
+{
+    crpm_region *regs = NULL;
+    int n = 0;
+    uint64_t user_id = 0, nphys = c->nphys;
+    if (epoch > 0) {
+        int rc = parse_slot(c, epoch, &regs, &n, &user_id, &nphys);
+        if (rc)
+            return rc;
+        uint64_t need = c->sb.data_offset + nphys * c->sb.segment_size;
+        if (need > c->media.size) {
+            for (int i = 0; i < n; i++) free(regs[i].segs);
+            free(regs);
+            return crpm_error(CRPM_ERR_TRUNCATED, "%s: file has %zu bytes, epoch %llu needs %llu", c->path,
+                              c->media.size, (unsigned long long)epoch, (unsigned long long)need);
+        }
+    }
+    /* keep protections: carry them over by id */
+    int cap = n + c->nregions + 1;
+    crpm_region *merged = realloc(regs, (size_t)cap * sizeof *merged);
+    if (!merged) {
+        for (int i = 0; i < n; i++) free(regs[i].segs);
+        free(regs);
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    }
+    int m = n;
+    for (int i = 0; i < c->nregions; i++) {
+        crpm_region *old = &c->regions[i];
+        if (!old->p_elem_size)
+            continue; /* not protected */
+        int j;
+        for (j = 0; j < n && merged[j].id != old->id; j++)
+            ;
+        if (j == m) {
+            memset(&merged[m], 0, sizeof merged[m]);
+            merged[m].id = old->id;
+            m++;
+        }
+        merged[j].ptr = old->ptr;
+        merged[j].p_type_code = old->p_type_code;
+        merged[j].p_elem_size = old->p_elem_size;
+        merged[j].p_count = old->p_count;
+    }
+    crpm_free_regions(c);
+    c->regions = merged;
+    c->nregions = m;
+    c->cap_regions = cap;
+    c->user_id = user_id;
+    c->nphys = nphys;
+    int rc = ensure_used_cap(c, nphys);
+    if (rc)
+        return rc;
+    crpm_mark_used(c);
+    /* a physical segment referenced twice would let one epoch overwrite another */
+    uint64_t refs = 0, marked = 0;
+    for (int i = 0; i < c->nregions; i++)
+        for (uint64_t k = 0; c->regions[i].saved && k < c->regions[i].nsegs; k++)
+            refs += (c->regions[i].segs[k].phys[0] != CRPM_NO_PHYS) + (c->regions[i].segs[k].phys[1] != CRPM_NO_PHYS);
+    for (uint64_t k = 0; k < nphys; k++)
+        marked += c->used[k];
+    if (refs != marked)
+        return crpm_error(CRPM_ERR_CORRUPT, "%s: metadata of epoch %llu shares a segment between two copies",
+                          c->path, (unsigned long long)epoch);
+    return CRPM_SUCCESS;
+}
+
+int crpm_grow_pool(crpm_container *c, uint64_t min_nphys)
+{
+    if (min_nphys <= c->nphys && c->sb.data_offset + min_nphys * c->sb.segment_size <= c->media.size)
+        return ensure_used_cap(c, c->nphys);
+    uint64_t n = c->nphys + c->nphys / 2;
+    if (n < min_nphys) n = min_nphys;
+    if (n < c->nphys + 4) n = c->nphys + 4;
+    if (n >= CRPM_NO_PHYS)
+        return crpm_error(CRPM_ERR_RANGE, "%s: too many segments", c->path);
+    uint64_t bytes = c->sb.data_offset + n * c->sb.segment_size;
+    if (bytes > c->media.size) {
+        int rc = c->media.ops->resize(&c->media, bytes);
+        if (rc)
+            return rc;
+    }
+    c->nphys = (c->media.size - c->sb.data_offset) / c->sb.segment_size;
+    return ensure_used_cap(c, c->nphys);
+}
+
+/* ---- open / create ------------------------------------------------------- */
+
+static uint64_t random_nonce(void)
+{
+    uint64_t x = 0;
+    int fd = open("/dev/urandom", O_RDONLY);
+    if (fd >= 0) {
+        if (read(fd, &x, sizeof x) != (ssize_t)sizeof x)
+            x = 0;
+        close(fd);
+    }
+    return x ^ now_ns() ^ ((uint64_t)getpid() << 32);
+}
+
+static uint64_t slot_size_for(uint64_t seg, uint64_t asked)
+{
+    if (asked)
+        return (asked + 4095) & ~4095ull;
+    /* room for 64 GiB of protected data, between 64 KiB and 8 MiB per slot */
+    uint64_t s = (1ull << 36) / seg * sizeof(struct crpm_slot_seg) + 65536;
+    if (s > CRPM_DEFAULT_SLOT) s = CRPM_DEFAULT_SLOT;
+    return (s + 4095) & ~4095ull;
+}
+
+static int read_commit(crpm_container *c);
+
+static int create_file(crpm_container *c, const crpm_open_opts *o, uint64_t seg, uint64_t blk)
+{
+    struct crpm_super *sb = &c->sb;
+    memset(sb, 0, sizeof *sb);
+    memcpy(sb->magic, CRPM_MAGIC, 8);
+    sb->version = CRPM_FORMAT_VERSION;
+    sb->super_size = sizeof *sb;
+    sb->segment_size = seg;
+    sb->block_size = blk;
+    sb->slot_size = slot_size_for(seg, o->slot_size);
+    sb->slot_offset[0] = CRPM_HDR_SIZE;
+    sb->slot_offset[1] = CRPM_HDR_SIZE + sb->slot_size;
+    sb->data_offset = CRPM_HDR_SIZE + 2 * sb->slot_size;
+    sb->nonce = random_nonce();
+    sb->created_ns = now_ns();
+    sb->rank = o->rank;
+    sb->nranks = o->nranks;
+    if (o->job_name)
+        snprintf(sb->job_name, sizeof sb->job_name, "%s", o->job_name);
+    sb->crc = super_crc(sb);
+
+    char *hdr = calloc(1, CRPM_HDR_SIZE);
+    if (!hdr)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    memcpy(hdr, sb, sizeof *sb);
+    uint64_t w = crpm_commit_word(sb->nonce, 0, 0);
+    memcpy(hdr + CRPM_COMMIT_OFF, &w, sizeof w);
+    int rc = crpm_persist_create_file(o->path, sb->data_offset, hdr, CRPM_HDR_SIZE);
+    free(hdr);
+    if (rc)
+        return rc;
+    rc = c->media.ops->map(&c->media, o->path);
+    if (rc == 0)
+        rc = read_commit(c);
+    return rc;
+}
+
+static int validate_super(crpm_container *c, const crpm_open_opts *o, uint64_t seg, uint64_t blk)
+{
+    struct crpm_super *sb = &c->sb;
+    if (c->media.size < CRPM_HDR_SIZE) {
+        if (c->media.size >= 8 && memcmp(c->media.base, CRPM_MAGIC, 8) != 0)
+            return crpm_error(CRPM_ERR_FORMAT, "%s is not a libcrpm container (bad magic)", c->path);
+        return crpm_error(CRPM_ERR_TRUNCATED, "%s is truncated (%zu bytes, header needs %u)", c->path,
+                          c->media.size, CRPM_HDR_SIZE);
+    }
+    memcpy(sb, c->media.base, sizeof *sb);
+    if (memcmp(sb->magic, CRPM_MAGIC, 8) != 0)
+        return crpm_error(CRPM_ERR_FORMAT, "%s is not a libcrpm container (bad magic)", c->path);
+    if (sb->version != CRPM_FORMAT_VERSION)
+        return crpm_error(CRPM_ERR_VERSION, "%s has format version %u; this library reads version %u",
+                          c->path, sb->version, CRPM_FORMAT_VERSION);
+    if (sb->super_size != sizeof *sb || super_crc(sb) != sb->crc)
+        return crpm_error(CRPM_ERR_CORRUPT, "%s: superblock checksum mismatch", c->path);
+    if (!is_pow2(sb->segment_size) || !is_pow2(sb->block_size) || sb->block_size > sb->segment_size ||
+        sb->slot_offset[0] != CRPM_HDR_SIZE || sb->slot_offset[1] != CRPM_HDR_SIZE + sb->slot_size ||
+        sb->data_offset != CRPM_HDR_SIZE + 2 * sb->slot_size)
+        return crpm_error(CRPM_ERR_CORRUPT, "%s: superblock describes an impossible layout", c->path);
+    if ((seg && seg != sb->segment_size) || (blk && blk != sb->block_size))
+        return crpm_error(CRPM_ERR_GEOMETRY,
+                          "%s was written with segment_size %llu and block_size %llu, configured %llu and %llu",
+                          c->path, (unsigned long long)sb->segment_size, (unsigned long long)sb->block_size,
+                          (unsigned long long)(seg ? seg : sb->segment_size),
+                          (unsigned long long)(blk ? blk : sb->block_size));
+    if (o->job_name && strncmp(o->job_name, sb->job_name, sizeof sb->job_name) != 0)
+        return crpm_error(CRPM_ERR_IDENTITY, "%s belongs to job '%.*s', not '%s'", c->path,
+                          (int)sizeof sb->job_name, sb->job_name, o->job_name);
+    if (o->nranks > 0 && sb->nranks != o->nranks)
+        return crpm_error(CRPM_ERR_NRANKS, "%s was written by a job of %d ranks, this job has %d", c->path,
+                          sb->nranks, o->nranks);
+    if (o->nranks > 0 && sb->rank != o->rank)
+        return crpm_error(CRPM_ERR_IDENTITY, "%s belongs to rank %d, not rank %d", c->path, sb->rank, o->rank);
+    if (c->media.size < sb->data_offset)
+        return crpm_error(CRPM_ERR_TRUNCATED, "%s is truncated (%zu bytes, metadata needs %llu)", c->path,
+                          c->media.size, (unsigned long long)sb->data_offset);
+    return CRPM_SUCCESS;
+}
+
+static int read_commit(crpm_container *c)
+{
+    uint64_t w = *commit_ptr(c);
+    uint64_t epoch = w & 0xffffffffull;
+    int flag = (int)((w >> 32) & 1);
+    if (crpm_commit_word(c->sb.nonce, epoch, flag) != w)
+        return crpm_error(CRPM_ERR_CORRUPT, "%s: commit record is corrupt", c->path);
+    c->epoch = epoch;
+    c->in_progress = flag;
+    return CRPM_SUCCESS;
+}
+
+static void compute_prev(crpm_container *c)
+{
+    c->prev_ok = 0;
+    if (c->in_progress || c->epoch == 0)
+        return;
+    if (c->epoch == 1) {
+        c->prev_ok = 1; /* epoch 0: the empty state */
+        return;
+    }
+    crpm_region *regs;
+    int n;
+    uint64_t uid, nphys;
+    if (parse_slot(c, c->epoch - 1, &regs, &n, &uid, &nphys) == 0) {
+        c->prev_ok = c->sb.data_offset + nphys * c->sb.segment_size <= c->media.size;
+        for (int i = 0; i < n; i++) free(regs[i].segs);
+        free(regs);
+    }
+    crpm_error(0, "%s", ""); /* a missing previous slot is normal, not an error */
+}
+
+int crpm_container_open(const crpm_open_opts *o, crpm_container **out, int *created)
+{
+    *out = NULL;
+    if (created) *created = 0;
+    if (!o || !o->path || !*o->path)
+        return crpm_error(CRPM_ERR_INVAL, "container path missing");
+    uint64_t seg = o->segment_size, blk = o->block_size;
+    if ((seg && (!is_pow2(seg) || seg < 64 || seg > (1ull << 30))) ||
+        (blk && (!is_pow2(blk) || blk < 8)) || (seg && blk && blk > seg))
+        return crpm_error(CRPM_ERR_INVAL,
+                          "segment_size (%llu) and block_size (%llu) must be powers of two with "
+                          "8 <= block_size <= segment_size <= 1 GiB",
+                          (unsigned long long)seg, (unsigned long long)blk);
+    if (o->job_name && strlen(o->job_name) >= CRPM_JOB_MAX)
+        return crpm_error(CRPM_ERR_INVAL, "job name longer than %d characters", CRPM_JOB_MAX - 1);
+    crpm_container *c = calloc(1, sizeof *c);
+    if (!c || !(c->path = strdup(o->path))) {
+        free(c);
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    }
+    c->media.ops = o->backend ? o->backend : crpm_backend_for(o->persistence);
+    int rc;
+    struct stat st;
+    if (stat(o->path, &st) != 0 && errno == ENOENT) {
+        if (!o->create) {
+            rc = crpm_error(CRPM_ERR_IO, "container %s does not exist", o->path);
+            goto fail_nomap;
+        }
+        if (!seg) seg = CRPM_DEFAULT_SEGMENT;
+        if (!blk) blk = CRPM_DEFAULT_BLOCK;
+        if (blk > seg) {
+            rc = crpm_error(CRPM_ERR_INVAL, "block_size %llu exceeds segment_size %llu", (unsigned long long)blk,
+                            (unsigned long long)seg);
+            goto fail_nomap;
+        }
+        rc = create_file(c, o, seg, blk);
+        if (rc)
+            goto fail;
+        if (created) *created = 1;
+    } else {
+        rc = c->media.ops->map(&c->media, o->path);
+        if (rc)
+            goto fail_nomap;
+        rc = validate_super(c, o, seg, blk);
+        if (rc == 0)
+            rc = read_commit(c);
+    }
+    if (rc == 0) {
+        c->nphys = (c->media.size - c->sb.data_offset) / c->sb.segment_size;
+        rc = crpm_load_slot(c, c->epoch);
+    }
+    if (rc)
+        goto fail;
+    compute_prev(c);
+    *out = c;
+    return CRPM_SUCCESS;
+fail:
+    if (c->media.base)
+        c->media.ops->unmap(&c->media);
+fail_nomap:
+    crpm_free_regions(c);
+    free(c->used);
+    free(c->path);
+    free(c);
+    return rc;
+}
+
+int crpm_container_close(crpm_container *c)
+{
+    if (!c)
+        return CRPM_SUCCESS;
+    if (c->media.base)
+        c->media.ops->unmap(&c->media);
+    crpm_free_regions(c);
+    free(c->used);
+    free(c->path);
+    free(c);
+    return CRPM_SUCCESS;
+}
+
+uint64_t crpm_container_epoch(const crpm_container *c) { return c->epoch; }
+int crpm_container_prev_available(const crpm_container *c) { return c->prev_ok; }
+uint64_t crpm_container_user_id(const crpm_container *c) { return c->user_id; }
+crpm_media *crpm_container_media(crpm_container *c) { return &c->media; }
+uint64_t crpm_container_segment_size(const crpm_container *c) { return c->sb.segment_size; }
+uint64_t crpm_container_block_size(const crpm_container *c) { return c->sb.block_size; }
+
+void crpm_container_set_hook(crpm_container *c, crpm_hook_fn fn, void *arg)
+{
+    c->hook = fn;
+    c->hook_arg = arg;
+}
+
+int crpm_container_rollback(crpm_container *c)
+{
+    if (!c->prev_ok)
+        return crpm_error(CRPM_ERR_EPOCH, "%s: epoch %llu is no longer recoverable", c->path,
+                          (unsigned long long)(c->epoch ? c->epoch - 1 : 0));
+    uint64_t target = c->epoch - 1;
+    int rc = crpm_write_commit(c, target, 0);
+    if (rc)
+        return rc;
+    c->prev_ok = 0;
+    return crpm_load_slot(c, target);
+}
+
+/* ---- read-only access to the committed state ----------------------------- */
+
+static int saved_index(const crpm_container *c, int idx)
+{
+    for (int i = 0, k = 0; i < c->nregions; i++)
+        if (c->regions[i].saved && k++ == idx)
+            return i;
+    return -1;
+}
+
+int crpm_container_nregions(const crpm_container *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->nregions; i++)
+        n += c->regions[i].saved;
+    return n;
+}
+
+int crpm_container_region(const crpm_container *c, int idx, crpm_region_info *out)
+{
+    int i = saved_index(c, idx);
+    if (i < 0)
+        return crpm_error(CRPM_ERR_RANGE, "region index %d out of range", idx);
+    const crpm_region *r = &c->regions[i];
+    *out = (crpm_region_info){r->id, r->type_code, r->elem_size, r->count, r->count * r->elem_size};
+    return CRPM_SUCCESS;
+}
+
+int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
+{
+    uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size;
+    for (uint64_t k = 0; k < r->nsegs; k++) {
+        uint64_t off = k * seg, len = bytes - off < seg ? bytes - off : seg;
+        const crpm_seg *s = &r->segs[k];
+        if (s->state == 0)
+            return crpm_error(CRPM_ERR_CORRUPT, "%s: region %d segment %llu has no data", c->path, r->id,
+                              (unsigned long long)k);
+        memcpy((char *)dst + off, crpm_seg_addr(c, s->phys[s->state - 1]), len);
+    }
+    return CRPM_SUCCESS;
+}
+
+int crpm_container_read_region(const crpm_container *c, int idx, void *dst)
+{
+    int i = saved_index(c, idx);
+    if (i < 0)
+        return crpm_error(CRPM_ERR_RANGE, "region index %d out of range", idx);
+    return crpm_copy_saved((crpm_container *)c, &c->regions[i], dst);
+}
+
+/* ---- inspection ------------------------------------------------------------ */
+
+int crpm_inspect_file(const char *path, FILE *out)
+{
+    crpm_open_opts o = {.path = path, .persistence = CRPM_PERSIST_MSYNC};
+    crpm_container *c;
+    int rc = crpm_container_open(&o, &c, NULL);
+    if (rc) {
+        fprintf(out, "container:      %s\nstatus:         INVALID: %s\n", path, crpm_last_error());
+        return rc;
+    }
+    const struct crpm_super *sb = &c->sb;
+    fprintf(out, "container:      %s\n", path);
+    fprintf(out, "format version: %u\n", sb->version);
+    fprintf(out, "job:            %.*s\n", (int)sizeof sb->job_name, sb->job_name);
+    fprintf(out, "rank:           %d of %d\n", sb->rank, sb->nranks);
+    fprintf(out, "segment size:   %llu\n", (unsigned long long)sb->segment_size);
+    fprintf(out, "block size:     %llu\n", (unsigned long long)sb->block_size);
+    fprintf(out, "file size:      %zu (metadata %llu, %llu data segments)\n", c->media.size,
+            (unsigned long long)sb->data_offset, (unsigned long long)c->nphys);
+    fprintf(out, "superblock:     checksum ok\n");
+    fprintf(out, "commit record:  checksum ok, epoch %llu%s\n", (unsigned long long)c->epoch,
+            c->in_progress ? " (a later checkpoint was in progress)" : "");
+    fprintf(out, "committed:      epoch %llu, checkpoint id %llu, metadata checksum ok\n",
+            (unsigned long long)c->epoch, (unsigned long long)c->user_id);
+    fprintf(out, "previous epoch: %s\n", c->prev_ok ? "recoverable" : "not recoverable");
+    uint64_t total = 0, backups = 0;
+    int n = crpm_container_nregions(c);
+    fprintf(out, "regions:        %d\n", n);
+    for (int i = 0; i < c->nregions; i++) {
+        crpm_region *r = &c->regions[i];
+        if (!r->saved) continue;
+        uint64_t nb = 0;
+        for (uint64_t k = 0; k < r->nsegs; k++)
+            nb += r->segs[k].phys[0] != CRPM_NO_PHYS && r->segs[k].phys[1] != CRPM_NO_PHYS;
+        backups += nb;
+        total += r->count * r->elem_size;
+        fprintf(out, "  id %-6d type %-4d elem %-6llu count %-12llu bytes %-12llu segments %llu (%llu with backup)\n",
+                r->id, r->type_code, (unsigned long long)r->elem_size, (unsigned long long)r->count,
+                (unsigned long long)(r->count * r->elem_size), (unsigned long long)r->nsegs,
+                (unsigned long long)nb);
+    }
+    fprintf(out, "protected:      %llu bytes\n", (unsigned long long)total);
+    fprintf(out, "status:         OK\n");
+    crpm_container_close(c);
+    return CRPM_SUCCESS;
+}

@@ -1,0 +1,58 @@
+/* Container layer internals shared by container.c (format, open, commit) and
+ * checkpoint.c (the engine). */
+#ifndef CRPM_CONTAINER_H
+#define CRPM_CONTAINER_H
+#include "engine.h"
+#include "format.h"
+
+typedef struct crpm_seg {
+    uint32_t phys[2];
+    uint32_t state;
+} crpm_seg;
+
+typedef struct crpm_region {
+    /* as saved in the committed epoch (saved == 0: not in it) */
+    int saved;
+    int32_t id;
+    int32_t type_code;
+    uint64_t elem_size;
+    uint64_t count;
+    uint64_t nsegs;
+    crpm_seg *segs;
+    /* as protected now */
+    void *ptr;
+    int32_t p_type_code;
+    uint64_t p_elem_size;
+    uint64_t p_count;
+} crpm_region;
+
+struct crpm_container {
+    crpm_media media;
+    char *path;
+    struct crpm_super sb;
+    uint64_t epoch;          /* committed */
+    int in_progress;         /* commit word's flag */
+    int prev_ok;
+    uint64_t user_id;
+    uint64_t nphys;          /* segments the pool holds (file extent) */
+    crpm_region *regions;
+    int nregions, cap_regions;
+    uint8_t *used;           /* per physical segment: referenced or allocated */
+    uint64_t used_cap;
+    uint64_t hint;           /* where the next free-segment search starts */
+    crpm_hook_fn hook;
+    void *hook_arg;
+};
+
+/* container.c */
+uint64_t crpm_commit_word(uint64_t nonce, uint64_t epoch, int in_progress);
+int crpm_write_commit(crpm_container *c, uint64_t epoch, int in_progress);
+int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_t nphys,
+                    crpm_region *regs, int nregs, crpm_seg **segs);
+int crpm_load_slot(crpm_container *c, uint64_t epoch);
+int crpm_grow_pool(crpm_container *c, uint64_t min_nphys);
+void crpm_mark_used(crpm_container *c);
+char *crpm_seg_addr(crpm_container *c, uint32_t phys);
+void crpm_free_regions(crpm_container *c);
+int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst);
+#endif

@@ -1,0 +1,72 @@
+/* On-media format of a libcrpm container (version 1).
+ *
+ *   [0, 4096)          superblock (immutable after creation) and, at
+ *                      COMMIT_OFF, the 8-byte commit word
+ *   slot_offset[0/1]   two metadata slots; epoch e is described by slot e % 2
+ *   data_offset        pool of physical segments, allocated on demand
+ *
+ * The commit word is the single atomic commit point: epoch (32 bits), an
+ * "in progress" flag (a checkpoint has started overwriting the copies that
+ * epoch-1 needs) and a 31-bit check.  Everything is little-endian, as the
+ * platforms libpmem supports. */
+#ifndef CRPM_FORMAT_H
+#define CRPM_FORMAT_H
+#include <stdint.h>
+
+#define CRPM_MAGIC "CRPMCONT"
+#define CRPM_SLOT_MAGIC "CRPMSLOT"
+#define CRPM_FORMAT_VERSION 1u
+#define CRPM_HDR_SIZE 4096u
+#define CRPM_COMMIT_OFF 2048u
+#define CRPM_DEFAULT_SEGMENT (2u << 20)
+#define CRPM_DEFAULT_BLOCK 256u
+#define CRPM_DEFAULT_SLOT (8u << 20)
+#define CRPM_NO_PHYS UINT32_MAX
+#define CRPM_JOB_MAX 128
+
+struct crpm_super {
+    char magic[8];
+    uint32_t version;
+    uint32_t super_size;      /* sizeof(struct crpm_super) */
+    uint64_t segment_size;
+    uint64_t block_size;
+    uint64_t slot_offset[2];
+    uint64_t slot_size;
+    uint64_t data_offset;
+    uint64_t nonce;           /* random; binds slots and commit word to this file */
+    uint64_t created_ns;
+    int32_t rank;
+    int32_t nranks;
+    char job_name[CRPM_JOB_MAX];
+    uint32_t reserved;
+    uint32_t crc;             /* crc32 of the above with crc = 0 */
+};
+
+struct crpm_slot_hdr {
+    char magic[8];
+    uint64_t nonce;
+    uint64_t epoch;
+    uint64_t user_id;         /* application's checkpoint id */
+    uint64_t timestamp_ns;
+    uint64_t nphys;           /* physical segments the file must hold */
+    uint64_t body_size;
+    uint32_t nregions;
+    uint32_t crc;             /* crc32 of header (crc = 0) and body */
+};
+
+/* body: per region a crpm_slot_region followed by nsegs crpm_slot_seg */
+struct crpm_slot_region {
+    int32_t id;
+    int32_t type_code;
+    uint64_t elem_size;
+    uint64_t count;
+    uint64_t nsegs;
+};
+
+/* state: 0 = no data, 1 = copy phys[0] holds the epoch, 2 = phys[1] does */
+struct crpm_slot_seg {
+    uint32_t phys[2];
+    uint32_t state;
+};
+
+#endif

@@ -1,0 +1,63 @@
+/* Persistence backend: the one interface through which every byte reaches the
+ * persistence domain.  The container layer stores through copy(), makes
+ * stores durable with flush() + drain(), and never calls msync/pmem_* itself,
+ * so tests can swap in the simulator (persist_sim.c) and crash at any drain. */
+#ifndef CRPM_PERSIST_H
+#define CRPM_PERSIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct crpm_media crpm_media;
+
+typedef struct crpm_backend {
+    const char *name;
+    /* Map all of the existing file `path`. */
+    int (*map)(crpm_media *m, const char *path);
+    /* Grow the file and mapping; the new size is durable on return. */
+    int (*resize)(crpm_media *m, size_t new_size);
+    void (*unmap)(crpm_media *m);
+    /* Store n bytes at dst (inside the mapping); durable after the next drain. */
+    void (*copy)(crpm_media *m, void *dst, const void *src, size_t n);
+    /* Bytes already stored at addr become durable after the next drain. */
+    void (*flush)(crpm_media *m, const void *addr, size_t n);
+    /* Fence: everything copied or flushed before is durable on return. */
+    void (*drain)(crpm_media *m);
+} crpm_backend;
+
+struct crpm_media {
+    const crpm_backend *ops;
+    char *base;            /* mapping */
+    size_t size;           /* mapped (= file) size */
+    int is_pmem;           /* pmem_is_pmem() said yes */
+    uint64_t drains;       /* fences issued */
+    void *priv;            /* backend state */
+};
+
+enum crpm_persistence { CRPM_PERSIST_AUTO = 0, CRPM_PERSIST_PMEM, CRPM_PERSIST_MSYNC };
+
+/* libpmem flush/drain when the mapping is pmem (or forced), msync otherwise. */
+const crpm_backend *crpm_backend_for(int persistence);
+
+/* Convenience wrappers used by the upper layers. */
+static inline void crpm_persist_copy(crpm_media *m, void *dst, const void *src, size_t n)
+{ m->ops->copy(m, dst, src, n); }
+static inline void crpm_persist_flush(crpm_media *m, const void *addr, size_t n)
+{ m->ops->flush(m, addr, n); }
+static inline void crpm_persist_drain(crpm_media *m)
+{ m->drains++; m->ops->drain(m); }
+
+/* ---- persistence-domain simulator (tests) ------------------------------ */
+/* Keeps a private "media" image of the file.  Only flushed+drained lines reach
+ * it; at each drain a callback may take crash images in which every 64-B line
+ * that differs between mapping and media is old, new or torn at 8-B words. */
+typedef void (*crpm_sim_drain_cb)(void *arg, crpm_media *m);
+extern const crpm_backend crpm_backend_sim;
+void crpm_sim_set_callback(crpm_sim_drain_cb cb, void *arg); /* for media opened after */
+enum crpm_sim_mode { CRPM_SIM_NONE_LANDED, CRPM_SIM_ALL_LANDED, CRPM_SIM_RANDOM };
+/* Writes a crash image of m (m->size bytes) to out. */
+void crpm_sim_crash_image(crpm_media *m, int mode, uint64_t *rng, char *out);
+/* The media image (what is durable now), m->size bytes. */
+const char *crpm_sim_media(crpm_media *m);
+
+#endif

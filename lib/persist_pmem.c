@@ -1,0 +1,240 @@
+/* Real persistence backends on top of libpmem.
+ * pmem:  the mapping is in the persistence domain through CPU caches; copies use
+ *        libpmem's non-temporal memcpy, flush is pmem_flush, drain pmem_drain.
+ * msync: any other file (tmpfs, SSD): stores go to the page cache and drain
+ *        msyncs the ranges flushed since the last drain. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libpmem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "engine.h"
+#include "persist.h"
+#include "persist_file.h"
+
+#define MAX_RANGES 256
+
+typedef struct file_state {
+    char *path;
+    int msync_mode;
+    size_t nranges;
+    size_t lo[MAX_RANGES], hi[MAX_RANGES]; /* offsets, page aligned */
+} file_state;
+
+int crpm_file_map(crpm_media *m, const char *path)
+{
+    size_t len = 0;
+    int is_pmem = 0;
+    void *addr;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return crpm_error(CRPM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    if (st.st_size == 0)
+        return crpm_error(CRPM_ERR_TRUNCATED, "%s is empty", path);
+    addr = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
+    if (!addr)
+        return crpm_error(CRPM_ERR_IO, "cannot map %s: %s", path, pmem_errormsg());
+    m->base = addr;
+    m->size = len;
+    m->is_pmem = is_pmem;
+    return CRPM_SUCCESS;
+}
+
+int crpm_file_resize(crpm_media *m, const char *path, size_t new_size)
+{
+    size_t len = 0;
+    int is_pmem = 0;
+    int fd = open(path, O_RDWR);
+    if (fd < 0)
+        return crpm_error(CRPM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    int rc = posix_fallocate(fd, 0, (off_t)new_size);
+    if (rc == 0 && fsync(fd) != 0)
+        rc = errno;
+    close(fd);
+    if (rc)
+        return crpm_error(CRPM_ERR_IO, "cannot grow %s to %zu bytes: %s", path, new_size, strerror(rc));
+    void *addr = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
+    if (!addr)
+        return crpm_error(CRPM_ERR_IO, "cannot map %s: %s", path, pmem_errormsg());
+    pmem_unmap(m->base, m->size);
+    m->base = addr;
+    m->size = len;
+    m->is_pmem = is_pmem;
+    return CRPM_SUCCESS;
+}
+
+void crpm_file_unmap(crpm_media *m)
+{
+    if (m->base)
+        pmem_unmap(m->base, m->size);
+    m->base = NULL;
+    m->size = 0;
+}
+
+int crpm_persist_rename(const char *from, const char *to)
+{
+    if (rename(from, to) != 0)
+        return crpm_error(CRPM_ERR_IO, "cannot rename %s to %s: %s", from, to, strerror(errno));
+    /* The new name must be durable before anyone relies on the file. */
+    char *dir = strdup(to);
+    if (!dir)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        strcpy(dir, ".");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    int rc = CRPM_SUCCESS;
+    if (fd < 0 || fsync(fd) != 0)
+        rc = crpm_error(CRPM_ERR_IO, "cannot sync directory %s: %s", dir, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    free(dir);
+    return rc;
+}
+
+int crpm_persist_create_file(const char *path, size_t size, const void *init, size_t len)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
+    unlink(tmp);
+    int rc = CRPM_SUCCESS, err;
+    int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) {
+        rc = crpm_error(CRPM_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    } else if ((err = posix_fallocate(fd, 0, (off_t)size)) != 0) {
+        rc = crpm_error(CRPM_ERR_IO, "cannot allocate %zu bytes for %s: %s", size, path, strerror(err));
+    } else if (pwrite(fd, init, len, 0) != (ssize_t)len || fsync(fd) != 0) {
+        rc = crpm_error(CRPM_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    }
+    if (fd >= 0)
+        close(fd);
+    if (rc == CRPM_SUCCESS)
+        rc = crpm_persist_rename(tmp, path);
+    if (rc)
+        unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
+/* ---- backend ops -------------------------------------------------------- */
+
+static int be_map(crpm_media *m, const char *path, int msync_mode)
+{
+    file_state *fs = calloc(1, sizeof *fs);
+    if (!fs || !(fs->path = strdup(path))) {
+        free(fs);
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    }
+    int rc = crpm_file_map(m, path);
+    if (rc) {
+        free(fs->path);
+        free(fs);
+        return rc;
+    }
+    fs->msync_mode = msync_mode < 0 ? !m->is_pmem : msync_mode;
+    m->priv = fs;
+    return CRPM_SUCCESS;
+}
+
+static int map_auto(crpm_media *m, const char *p) { return be_map(m, p, -1); }
+static int map_pmem(crpm_media *m, const char *p) { return be_map(m, p, 0); }
+static int map_msync(crpm_media *m, const char *p) { return be_map(m, p, 1); }
+
+static void do_msync(crpm_media *m)
+{
+    file_state *fs = m->priv;
+    for (size_t i = 0; i < fs->nranges; i++)
+        pmem_msync(m->base + fs->lo[i], fs->hi[i] - fs->lo[i]);
+    fs->nranges = 0;
+}
+
+static void note_range(crpm_media *m, const void *addr, size_t n)
+{
+    file_state *fs = m->priv;
+    size_t lo = (size_t)((const char *)addr - m->base) & ~(size_t)4095;
+    size_t hi = ((size_t)((const char *)addr - m->base) + n + 4095) & ~(size_t)4095;
+    if (fs->nranges) {
+        size_t k = fs->nranges - 1;
+        if (lo <= fs->hi[k] && hi >= fs->lo[k]) { /* overlaps or touches the last one */
+            if (lo < fs->lo[k]) fs->lo[k] = lo;
+            if (hi > fs->hi[k]) fs->hi[k] = hi;
+            return;
+        }
+    }
+    if (fs->nranges == MAX_RANGES)
+        do_msync(m);
+    fs->lo[fs->nranges] = lo;
+    fs->hi[fs->nranges] = hi;
+    fs->nranges++;
+}
+
+static void be_copy(crpm_media *m, void *dst, const void *src, size_t n)
+{
+    file_state *fs = m->priv;
+    if (fs->msync_mode) {
+        memcpy(dst, src, n);
+        note_range(m, dst, n);
+    } else {
+        pmem_memcpy(dst, src, n, PMEM_F_MEM_NODRAIN);
+    }
+}
+
+static void be_flush(crpm_media *m, const void *addr, size_t n)
+{
+    file_state *fs = m->priv;
+    if (fs->msync_mode)
+        note_range(m, addr, n);
+    else
+        pmem_flush(addr, n);
+}
+
+static void be_drain(crpm_media *m)
+{
+    file_state *fs = m->priv;
+    if (fs->msync_mode)
+        do_msync(m);
+    else
+        pmem_drain();
+}
+
+static int be_resize(crpm_media *m, size_t new_size)
+{
+    file_state *fs = m->priv;
+    be_drain(m); /* pending ranges are offsets into the old mapping */
+    return crpm_file_resize(m, fs->path, new_size);
+}
+
+static void be_unmap(crpm_media *m)
+{
+    file_state *fs = m->priv;
+    if (fs) {
+        be_drain(m);
+        free(fs->path);
+        free(fs);
+    }
+    m->priv = NULL;
+    crpm_file_unmap(m);
+}
+
+static const crpm_backend backend_auto = {"auto", map_auto, be_resize, be_unmap, be_copy, be_flush, be_drain};
+static const crpm_backend backend_pmem = {"pmem", map_pmem, be_resize, be_unmap, be_copy, be_flush, be_drain};
+static const crpm_backend backend_msync = {"msync", map_msync, be_resize, be_unmap, be_copy, be_flush, be_drain};
+
+const crpm_backend *crpm_backend_for(int persistence)
+{
+    switch (persistence) {
+    case CRPM_PERSIST_PMEM: return &backend_pmem;
+    case CRPM_PERSIST_MSYNC: return &backend_msync;
+    default: return &backend_auto;
+    }
+}

@@ -1,0 +1,285 @@
+/* Crash at every drain: randomized workloads run on the persistence simulator;
+ * at each fence, crash images (nothing in flight landed, everything landed,
+ * random subsets with 8-byte tearing) are opened and recovered.  Each must hold
+ * exactly epoch k or k-1, and the previous epoch must be intact whenever the
+ * container says it is recoverable.  After each checkpoint returns, the media
+ * alone must hold epoch k. */
+#include <fcntl.h>
+#include <unistd.h>
+#include "common.h"
+#include "engine.h"
+
+#define MAXR 8
+#define MAXE 128
+
+typedef struct snap {
+    int n;
+    int32_t id[MAXR];
+    uint64_t bytes[MAXR];
+    char *data[MAXR];
+} snap;
+
+typedef struct region {
+    int live;
+    int32_t id;
+    char *buf;
+    uint64_t bytes;
+} region;
+
+static snap refs[MAXE + 1];
+static uint64_t lo_epoch, hi_epoch;
+static uint64_t images, failures, rng_img;
+static char img_path[256];
+static char *img;
+static int mid_checkpoint;
+
+static void free_snap(snap *s)
+{
+    for (int i = 0; i < s->n; i++)
+        free(s->data[i]);
+    memset(s, 0, sizeof *s);
+}
+
+static void take_snap(snap *s, region *r)
+{
+    free_snap(s);
+    for (int i = 0; i < MAXR; i++) {
+        if (!r[i].live) continue;
+        s->id[s->n] = r[i].id;
+        s->bytes[s->n] = r[i].bytes;
+        s->data[s->n] = malloc(r[i].bytes ? r[i].bytes : 1);
+        memcpy(s->data[s->n], r[i].buf, r[i].bytes);
+        s->n++;
+    }
+}
+
+/* Compares the committed state of c with snapshot s; returns 0 if equal. */
+static int matches(crpm_container *c, const snap *s, char *why, size_t whylen)
+{
+    int n = crpm_container_nregions(c);
+    if (n != s->n) {
+        snprintf(why, whylen, "%d regions, expected %d", n, s->n);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        crpm_region_info info;
+        crpm_container_region(c, i, &info);
+        int j;
+        for (j = 0; j < s->n && s->id[j] != info.id; j++)
+            ;
+        if (j == s->n || s->bytes[j] != info.nbytes) {
+            snprintf(why, whylen, "region id %d: size %llu unexpected", info.id, (unsigned long long)info.nbytes);
+            return -1;
+        }
+        char *tmp = malloc(info.nbytes ? info.nbytes : 1);
+        int rc = crpm_container_read_region(c, i, tmp);
+        int bad = rc || memcmp(tmp, s->data[j], info.nbytes) != 0;
+        free(tmp);
+        if (bad) {
+            snprintf(why, whylen, "region id %d: contents differ (rc %d)", info.id, rc);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void write_file(const char *path, const char *buf, size_t n)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0, "open %s", path);
+    CHECK(write(fd, buf, n) == (ssize_t)n, "write image");
+    close(fd);
+}
+
+/* Opens the image, checks the epoch it recovers, then (if offered) rolls back
+ * and checks the previous epoch too. */
+static void verify_image(const char *buf, size_t n, uint64_t lo, uint64_t hi, const char *what)
+{
+    write_file(img_path, buf, n);
+    images++;
+    crpm_open_opts o = {.path = img_path, .persistence = CRPM_PERSIST_MSYNC};
+    crpm_container *c;
+    char why[256] = "";
+    int rc = crpm_container_open(&o, &c, NULL);
+    if (rc) {
+        fprintf(stderr, "FAIL (%s, epochs %llu..%llu): open: %s\n", what, (unsigned long long)lo,
+                (unsigned long long)hi, crpm_last_error());
+        failures++;
+        return;
+    }
+    uint64_t e = crpm_container_epoch(c);
+    if (e < lo || e > hi || matches(c, &refs[e], why, sizeof why)) {
+        fprintf(stderr, "FAIL (%s): recovered epoch %llu, allowed %llu..%llu: %s\n", what, (unsigned long long)e,
+                (unsigned long long)lo, (unsigned long long)hi, why);
+        failures++;
+    } else if (crpm_container_prev_available(c)) {
+        rc = crpm_container_rollback(c);
+        if (rc || crpm_container_epoch(c) != e - 1 || matches(c, &refs[e - 1], why, sizeof why)) {
+            fprintf(stderr, "FAIL (%s): rollback from %llu: rc %d %s %s\n", what, (unsigned long long)e, rc, why,
+                    crpm_last_error());
+            failures++;
+        }
+    }
+    crpm_container_close(c);
+}
+
+static void on_drain(void *arg, crpm_media *m)
+{
+    (void)arg;
+    if (!mid_checkpoint)
+        return;
+    static const int modes[] = {CRPM_SIM_NONE_LANDED, CRPM_SIM_ALL_LANDED, CRPM_SIM_RANDOM, CRPM_SIM_RANDOM};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        crpm_sim_crash_image(m, modes[i], &rng_img, img);
+        verify_image(img, m->size, lo_epoch, hi_epoch, "crash at drain");
+    }
+}
+
+/* One mutation of region r in epoch k. */
+static void mutate(uint64_t *s, region *r, int k)
+{
+    uint64_t a = rnd_below(s, 100);
+    if (a < 25 || !r->bytes) {
+        if (a < 10 && r->bytes < 200000) { /* grow */
+            uint64_t nb = r->bytes + 1 + rnd_below(s, 20000);
+            r->buf = realloc(r->buf, nb);
+            fill_random(s, r->buf + r->bytes, nb - r->bytes);
+            r->bytes = nb;
+        }
+        return; /* otherwise unchanged: stays clean for a while */
+    }
+    if (a < 50) { /* sparse */
+        int n = 1 + (int)rnd_below(s, 6);
+        for (int i = 0; i < n; i++)
+            r->buf[rnd_below(s, r->bytes)] ^= (char)(1 + rnd_below(s, 255));
+    } else if (a < 62) { /* dense */
+        fill_random(s, r->buf, r->bytes);
+    } else if (a < 75) { /* contiguous run */
+        uint64_t off = rnd_below(s, r->bytes), len = 1 + rnd_below(s, r->bytes - off);
+        fill_random(s, r->buf + off, len);
+    } else if (a < 82) { /* undo: back to what epoch k-2 held, so DRAM equals the other copy */
+        if (k >= 2)
+            for (int i = 0; i < refs[k - 2].n; i++)
+                if (refs[k - 2].id[i] == r->id) {
+                    uint64_t n = refs[k - 2].bytes[i] < r->bytes ? refs[k - 2].bytes[i] : r->bytes;
+                    memcpy(r->buf, refs[k - 2].data[i], n);
+                }
+    } else if (a < 92) { /* re-protect with a new pointer */
+        char *nb = malloc(r->bytes);
+        memcpy(nb, r->buf, r->bytes);
+        free(r->buf);
+        r->buf = nb;
+        if (rnd_below(s, 2))
+            r->buf[rnd_below(s, r->bytes)] ^= 0x5a;
+    } else { /* shrink */
+        r->bytes = rnd_below(s, r->bytes);
+    }
+}
+
+static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs, const char *dir)
+{
+    uint64_t s = seed;
+    char path[512];
+    snprintf(path, sizeof path, "%s/sim-%d.crpm", dir, (int)getpid());
+    unlink(path);
+    for (int i = 0; i <= MAXE; i++)
+        free_snap(&refs[i]);
+    crpm_sim_set_callback(on_drain, NULL);
+    crpm_open_opts o = {.path = path, .segment_size = seg, .block_size = blk, .job_name = "sim",
+                        .rank = 0, .nranks = 1, .backend = &crpm_backend_sim, .create = 1,
+                        .slot_size = 16384};
+    crpm_container *c;
+    int rc = crpm_container_open(&o, &c, NULL);
+    CHECK(rc == 0, "open: %s", crpm_last_error());
+    region r[MAXR];
+    memset(r, 0, sizeof r);
+    int nr = 2 + (int)rnd_below(&s, 3);
+    for (int i = 0; i < nr; i++) {
+        r[i].live = 1;
+        r[i].id = (int32_t)(i * 7 + 1);
+        r[i].bytes = rnd_below(&s, 3) == 0 ? rnd_below(&s, 100) : rnd_below(&s, 40000);
+        r[i].buf = malloc(r[i].bytes ? r[i].bytes : 1);
+        fill_random(&s, r[i].buf, r[i].bytes);
+    }
+    for (int k = 1; k <= nepochs; k++) {
+        for (int i = 0; i < MAXR; i++) {
+            if (r[i].live) {
+                if (rnd_below(&s, 40) == 0 && nr > 1) { /* unprotect */
+                    CHECK(crpm_container_unprotect(c, r[i].id) == 0, "unprotect");
+                    free(r[i].buf);
+                    r[i].live = 0;
+                    r[i].buf = NULL;
+                    nr--;
+                    continue;
+                }
+                mutate(&s, &r[i], k);
+            } else if (rnd_below(&s, 30) == 0) { /* a new array appears */
+                r[i].live = 1;
+                r[i].id = (int32_t)(100 + i);
+                r[i].bytes = rnd_below(&s, 30000);
+                r[i].buf = malloc(r[i].bytes ? r[i].bytes : 1);
+                fill_random(&s, r[i].buf, r[i].bytes);
+                nr++;
+            }
+            if (r[i].live) {
+                int es = r[i].bytes % 8 == 0 ? 8 : 1;
+                rc = crpm_container_protect(c, r[i].id, r[i].buf, r[i].bytes / (uint64_t)es, CRPM_TC_BYTE,
+                                            (uint64_t)es);
+                CHECK(rc == 0, "protect: %s", crpm_last_error());
+            }
+        }
+        take_snap(&refs[k], r);
+        lo_epoch = (uint64_t)k - 1;
+        hi_epoch = (uint64_t)k;
+        mid_checkpoint = 1;
+        crpm_stats_t st;
+        rc = crpm_container_checkpoint(c, (uint64_t)k, &st);
+        mid_checkpoint = 0;
+        CHECK(rc == 0, "checkpoint %d: %s", k, crpm_last_error());
+        CHECK(crpm_container_epoch(c) == (uint64_t)k, "epoch");
+        /* durable state alone must hold epoch k, and k-1 must be recoverable */
+        crpm_media *m = crpm_container_media(c);
+        memcpy(img, crpm_sim_media(m), m->size);
+        verify_image(img, m->size, (uint64_t)k, (uint64_t)k, "media after checkpoint");
+    }
+    /* finally recover through the protected arrays */
+    for (int i = 0; i < MAXR; i++)
+        if (r[i].live)
+            memset(r[i].buf, 0, r[i].bytes);
+    CHECK(crpm_container_recover(c) == 0, "recover: %s", crpm_last_error());
+    for (int i = 0, j = 0; i < MAXR; i++)
+        if (r[i].live) {
+            CHECK(memcmp(r[i].buf, refs[nepochs].data[j], r[i].bytes) == 0, "recovered contents");
+            j++;
+        }
+    crpm_container_close(c);
+    crpm_sim_set_callback(NULL, NULL);
+    for (int i = 0; i < MAXR; i++)
+        free(r[i].buf);
+    unlink(path);
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : "/tmp";
+    uint64_t min_images = argc > 2 ? strtoull(argv[2], NULL, 10) : 10000;
+    img = malloc(64u << 20);
+    snprintf(img_path, sizeof img_path, "%s/sim-img-%d.crpm", dir, (int)getpid());
+    rng_img = 12345;
+    static const struct { uint64_t seg, blk; } geo[] = {
+        {4096, 256}, {1024, 64}, {65536, 4096}, {2048, 2048}, {512, 8}, {16384, 256},
+    };
+    uint64_t seed = 1;
+    int runs = 0;
+    while (images < min_images || runs < 12) {
+        size_t g = (size_t)runs % (sizeof geo / sizeof geo[0]);
+        run_workload(seed++, geo[g].seg, geo[g].blk, 24, dir);
+        runs++;
+        if (failures)
+            break;
+    }
+    unlink(img_path);
+    printf("crash images checked: %llu in %d workloads, failures: %llu\n", (unsigned long long)images, runs,
+           (unsigned long long)failures);
+    return failures ? 1 : 0;
+}
