@@ -388,7 +388,8 @@ static int validate_super(crpm_container *c, const crpm_open_opts *o, uint64_t s
 {
     struct crpm_super *sb = &c->sb;
     if (c->media.size < CRPM_HDR_SIZE) {
-        if (c->media.size >= 8 && memcmp(c->media.base, CRPM_MAGIC, 8) != 0)
+        size_t n = c->media.size < 8 ? c->media.size : 8;
+        if (memcmp(c->media.base, CRPM_MAGIC, n) != 0)
             return crpm_error(CRPM_ERR_FORMAT, "%s is not a libcrpm container (bad magic)", c->path);
         return crpm_error(CRPM_ERR_TRUNCATED, "%s is truncated (%zu bytes, header needs %u)", c->path,
                           c->media.size, CRPM_HDR_SIZE);
