@@ -1,0 +1,214 @@
+/* Engine benchmark: one process, protected sizes 64 MiB .. 1 GiB in /dev/shm,
+ * dirty fractions 0.1% .. 100% (random blocks and contiguous runs).  Side by
+ * side, alternating, in one run:
+ *   crpm   libcrpm differential checkpoint (steady state: both copies exist)
+ *   full   a full checkpoint as FTI level 1 does it: new file, write(), fsync,
+ *          remove the previous file
+ *   floor  memcmp of every protected block plus memcpy of the dirty ones
+ * Prints medians and ratios, writes CSV and JSON. */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#include "engine.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return rng;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Changes `frac` of the array: random 256-B blocks or 256-KiB runs. */
+static void dirty(char *a, size_t n, double frac, int runs)
+{
+    size_t blk = 256, nblocks = n / blk;
+    if (frac >= 1.0) {
+        uint64_t salt = rnd();
+        for (size_t i = 0; i < n; i += 8) *(uint64_t *)(a + i) ^= salt | 1;
+        return;
+    }
+    if (runs) {
+        size_t run = 256 << 10, todo = (size_t)(frac * (double)n);
+        while (todo) {
+            size_t len = todo < run ? todo : run;
+            size_t off = (rnd() % (n - len)) & ~(size_t)7;
+            uint64_t salt = rnd() | 1;
+            for (size_t i = 0; i + 8 <= len; i += 8) *(uint64_t *)(a + off + i) ^= salt;
+            todo -= len;
+        }
+        return;
+    }
+    size_t k = (size_t)(frac * (double)nblocks);
+    for (size_t i = 0; i < k; i++) {
+        size_t b = rnd() % nblocks;
+        *(uint64_t *)(a + b * blk + (rnd() % (blk / 8)) * 8) ^= rnd() | 1;
+    }
+}
+
+static double full_write(const char *dir, const char *a, size_t n, int *gen)
+{
+    char path[512], prev[512];
+    snprintf(path, sizeof path, "%s/bench-full-%d-%d.ckpt", dir, (int)getpid(), *gen);
+    snprintf(prev, sizeof prev, "%s/bench-full-%d-%d.ckpt", dir, (int)getpid(), *gen - 1);
+    double t = now();
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(fd, a + done, n - done > (64u << 20) ? (64u << 20) : n - done);
+        if (w <= 0) { perror("write"); exit(1); }
+        done += (size_t)w;
+    }
+    fsync(fd);
+    close(fd);
+    unlink(prev);
+    t = now() - t;
+    (*gen)++;
+    return t;
+}
+
+static double floor_cost(const char *a, char *ref, size_t n, size_t *dirty_bytes)
+{
+    double t = now();
+    size_t d = 0;
+    for (size_t off = 0; off < n; off += 256)
+        if (memcmp(a + off, ref + off, 256) != 0) {
+            memcpy(ref + off, a + off, 256);
+            d += 256;
+        }
+    *dirty_bytes = d;
+    return now() - t;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = "/dev/shm", *out = "bench/results";
+    int reps = 3;
+    size_t sizes_mb[8] = {64, 256, 1024};
+    int nsizes = 3;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
+            nsizes = 0;
+            for (char *t = strtok(argv[++i], ","); t && nsizes < 8; t = strtok(NULL, ","))
+                sizes_mb[nsizes++] = strtoull(t, NULL, 10);
+        } else {
+            fprintf(stderr, "usage: %s [--sizes MB,MB,...] [--reps N] [--dir DIR] [--out DIR]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (reps < 1 || reps > 64) reps = 3;
+    char csv_path[600], json_path[600];
+    snprintf(csv_path, sizeof csv_path, "%s/engine.csv", out);
+    snprintf(json_path, sizeof json_path, "%s/engine.json", out);
+    FILE *csv = fopen(csv_path, "w"), *js = fopen(json_path, "w");
+    if (!csv || !js) { perror(out); return 1; }
+    struct utsname u;
+    uname(&u);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    double mem_gb = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / 1e9;
+    fprintf(csv, "size_mb,dirty_pct,pattern,crpm_s,full_s,floor_s,bytes_written,dirty_bytes,speedup_vs_full,ratio_to_floor\n");
+    fprintf(js, "{\"machine\": {\"cpus\": %ld, \"mem_gb\": %.1f, \"kernel\": \"%s %s\"}, \"dir\": \"%s\", \"reps\": %d,\n \"points\": [\n",
+            ncpu, mem_gb, u.sysname, u.release, dir, reps);
+    printf("machine: %ld cpus, %.1f GB, %s %s; media dir %s; medians of %d\n", ncpu, mem_gb, u.sysname, u.release,
+           dir, reps);
+    printf("%8s %7s %6s | %9s %9s %9s | %9s %9s | %s\n", "size", "dirty", "kind", "crpm s", "full s", "floor s",
+           "vs full", "vs floor", "written");
+    static const double fracs[] = {0.001, 0.01, 0.10, 1.0};
+    int first = 1, miss = 0;
+    for (int si = 0; si < nsizes; si++) {
+        size_t n = sizes_mb[si] << 20;
+        char path[512];
+        snprintf(path, sizeof path, "%s/bench-%d.crpm", dir, (int)getpid());
+        unlink(path);
+        char *a = malloc(n), *ref = malloc(n);
+        if (!a || !ref) { fprintf(stderr, "out of memory\n"); return 1; }
+        for (size_t i = 0; i < n; i += 8) *(uint64_t *)(a + i) = rnd();
+        memcpy(ref, a, n);
+        crpm_open_opts o = {.path = path, .create = 1};
+        crpm_container *c;
+        if (crpm_container_open(&o, &c, NULL) || crpm_container_protect(c, 0, a, n / 8, CRPM_TC_DOUBLE, 8)) {
+            fprintf(stderr, "open: %s\n", crpm_last_error());
+            return 1;
+        }
+        /* steady state: both copies of every segment exist */
+        for (int w = 0; w < 3; w++) {
+            dirty(a, n, 1.0, 0);
+            if (crpm_container_checkpoint(c, (uint64_t)w, NULL)) { fprintf(stderr, "%s\n", crpm_last_error()); return 1; }
+        }
+        memcpy(ref, a, n);
+        int gen = 0;
+        uint64_t id = 10;
+        for (size_t fi = 0; fi < sizeof fracs / sizeof fracs[0]; fi++)
+            for (int runs = 0; runs < (fracs[fi] < 1.0 ? 2 : 1); runs++) {
+                double tc[64], tf[64], tl[64];
+                uint64_t written = 0;
+                size_t dbytes = 0;
+                for (int r = 0; r < reps; r++) {
+                    dirty(a, n, fracs[fi], runs);
+                    crpm_stats_t st;
+                    double t = now();
+                    if (crpm_container_checkpoint(c, id++, &st)) { fprintf(stderr, "%s\n", crpm_last_error()); return 1; }
+                    tc[r] = now() - t;
+                    written = st.bytes_written;
+                    tf[r] = full_write(dir, a, n, &gen);
+                    tl[r] = floor_cost(a, ref, n, &dbytes);
+                }
+                double mc = median(tc, reps), mf = median(tf, reps), ml = median(tl, reps);
+                const char *kind = fracs[fi] >= 1.0 ? "all" : runs ? "runs" : "blocks";
+                printf("%6zuMB %6.1f%% %6s | %9.4f %9.4f %9.4f | %8.1fx %8.2fx | %llu\n", sizes_mb[si],
+                       fracs[fi] * 100, kind, mc, mf, ml, mf / mc, mc / ml, (unsigned long long)written);
+                fprintf(csv, "%zu,%.1f,%s,%.6f,%.6f,%.6f,%llu,%zu,%.3f,%.3f\n", sizes_mb[si], fracs[fi] * 100, kind,
+                        mc, mf, ml, (unsigned long long)written, dbytes, mf / mc, mc / ml);
+                fprintf(js, "%s  {\"size_mb\": %zu, \"dirty_pct\": %.1f, \"pattern\": \"%s\", \"crpm_s\": %.6f, "
+                            "\"full_s\": %.6f, \"floor_s\": %.6f, \"bytes_written\": %llu, \"speedup_vs_full\": %.3f, "
+                            "\"ratio_to_floor\": %.3f}",
+                        first ? "" : ",\n", sizes_mb[si], fracs[fi] * 100, kind, mc, mf, ml,
+                        (unsigned long long)written, mf / mc, mc / ml);
+                first = 0;
+                if (fracs[fi] == 0.01 && mf / mc < 20) miss |= 1;
+                if (fracs[fi] == 1.0 && mc > mf) miss |= 2;
+                if (mc / ml > 1.5) miss |= 4;
+            }
+        char prev[512];
+        snprintf(prev, sizeof prev, "%s/bench-full-%d-%d.ckpt", dir, (int)getpid(), gen - 1);
+        unlink(prev);
+        crpm_container_close(c);
+        unlink(path);
+        free(a);
+        free(ref);
+    }
+    fprintf(js, "\n ]}\n");
+    fclose(csv);
+    fclose(js);
+    printf("targets: 1%% dirty >= 20x faster than full: %s; 100%% dirty no slower than full: %s; "
+           "<= 1.5x floor everywhere: %s\n", miss & 1 ? "MISSED" : "met", miss & 2 ? "MISSED" : "met",
+           miss & 4 ? "MISSED" : "met");
+    printf("results: %s %s\n", csv_path, json_path);
+    return 0;
+}
