@@ -214,7 +214,8 @@ static int parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int 
 
 void crpm_mark_used(crpm_container *c)
 {
-    memset(c->used, 0, c->used_cap);
+    if (c->used_cap)
+        memset(c->used, 0, c->used_cap);
     for (int i = 0; i < c->nregions; i++)
         for (uint64_t k = 0; c->regions[i].saved && k < c->regions[i].nsegs; k++)
             for (int j = 0; j < 2; j++)

@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs the whole CTest suite.  Extra arguments go to ctest
-# (e.g. scripts/test.sh -L engine).
+# Sets up, builds and runs the whole CTest suite, then the engine suite again
+# in an AddressSanitizer/UBSan build.  Extra arguments go to the main ctest
+# run (e.g. scripts/test.sh -L engine).  CRPM_SANITIZE_SUITE=0 skips the
+# sanitizer pass.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${CRPM_BUILD_DIR:-$here/build}
 "$here/scripts/setup.sh"
-cd "$build"
-ctest --output-on-failure -j "${CRPM_TEST_JOBS:-2}" "$@"
+status=0
+(cd "$build" && ctest --output-on-failure -j "${CRPM_TEST_JOBS:-2}" "$@") || status=$?
+
+if [ "${CRPM_SANITIZE_SUITE:-1}" = 1 ]; then
+  san=${build}-sanitize
+  echo "== engine suite under AddressSanitizer + UBSan ($san)"
+  cmake -S "$here" -B "$san" -DCRPM_SANITIZE=ON -DCRPM_BUILD_APPS=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
+  cmake --build "$san" -j "$(nproc)" --target test_crash_sim test_kill test_corrupt test_basic >/dev/null
+  (cd "$san" && UBSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L engine) || status=$?
+fi
+exit $status

@@ -181,6 +181,10 @@ int main(int argc, char **argv)
     fclose(f);
     unlink(bad);
     unlink(path);
+    free(tmp0);
+    free(tmp1);
+    free(data0);
+    free(data1);
     printf("all corruption cases detected\n");
     return 0;
 }

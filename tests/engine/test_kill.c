@@ -123,6 +123,10 @@ int main(int argc, char **argv)
                (unsigned long long)e);
     }
     unlink(path);
+    for (int r = 0; r < NREG; r++) {
+        free(ref[r]);
+        free(got[r]);
+    }
     printf("kills: %d, during a checkpoint: %d, final epoch %llu\n", trials, during, (unsigned long long)ref_epoch);
     CHECK(ref_epoch > (uint64_t)trials / 2, "too few checkpoints made progress");
     CHECK(during >= trials / 5, "too few kills landed inside a checkpoint (%d)", during);
