@@ -1,0 +1,407 @@
+!> Fortran bindings of libcrpm (module crpm).  The semantics are those of the
+!> C API in include/crpm.h; every routine reports through a trailing integer
+!> (ierr / status) that holds CRPM_SUCCESS or a negative CRPM_ERR_* code.
+!>
+!>   use mpi
+!>   use crpm
+!>   integer, target :: step
+!>   real(8), allocatable :: u(:,:)
+!>   call crpm_init('crpm.ini', MPI_COMM_WORLD, ierr)
+!>   call crpm_protect(0, step, ierr)
+!>   call crpm_protect(1, u, ierr)
+!>   call crpm_status(st)
+!>   if (st > 0) call crpm_recover(ierr)
+!>   ... call crpm_checkpoint(step, CRPM_L1, ierr) ...
+!>   call crpm_finalize(ierr)
+!>
+!> Rules for protected data:
+!>  * Give protected variables the TARGET or ALLOCATABLE attribute.  The
+!>    library reads them in crpm_checkpoint and overwrites them in
+!>    crpm_recover / crpm_snapshot through the address taken by crpm_protect;
+!>    without TARGET the compiler may keep a stale copy in registers or move
+!>    stores across those calls.
+!>  * The address is captured when crpm_protect is called.  After DEALLOCATE
+!>    + ALLOCATE, MOVE_ALLOC or reallocation on assignment (a = b with a new
+!>    shape) call crpm_protect again with the same id.
+!>  * Arrays must be contiguous.  Strided sections such as a(1:n:2) are
+!>    rejected with CRPM_ERR_INVAL: the library keeps the address, so a
+!>    temporary copy would be silently lost.
+!>  * crpm_protect accepts integer(int8/16/32/64), real(real32/64),
+!>    complex(real32/64), logical (default kind and c_bool) of any rank,
+!>    scalars included.  Derived types (and anything else) go through
+!>    crpm_protect_bytes, which saves each element as an opaque record of its
+!>    storage size.
+!>  * crpm_init takes a communicator handle of `use mpi` (an INTEGER); with
+!>    mpi_f08 pass comm%MPI_VAL.  Trailing blanks of the file name are
+!>    ignored; a blank name is passed to C as NULL (no configuration file).
+module crpm
+  use, intrinsic :: iso_c_binding
+  use, intrinsic :: iso_fortran_env, only: int8, int16, int32, int64, real32, real64
+  implicit none
+  private
+
+  ! ---- constants mirrored from crpm.h (tests/fortran checks them against C)
+  integer, parameter, public :: CRPM_VERSION_MAJOR = 1
+  integer, parameter, public :: CRPM_VERSION_MINOR = 0
+  integer, parameter, public :: CRPM_VERSION_PATCH = 0
+
+  integer, parameter, public :: CRPM_SUCCESS       = 0
+  integer, parameter, public :: CRPM_ERR_INVAL     = -1
+  integer, parameter, public :: CRPM_ERR_STATE     = -2
+  integer, parameter, public :: CRPM_ERR_NOMEM     = -3
+  integer, parameter, public :: CRPM_ERR_IO        = -4
+  integer, parameter, public :: CRPM_ERR_CONFIG    = -5
+  integer, parameter, public :: CRPM_ERR_CORRUPT   = -6
+  integer, parameter, public :: CRPM_ERR_VERSION   = -7
+  integer, parameter, public :: CRPM_ERR_FORMAT    = -8
+  integer, parameter, public :: CRPM_ERR_TRUNCATED = -9
+  integer, parameter, public :: CRPM_ERR_GEOMETRY  = -10
+  integer, parameter, public :: CRPM_ERR_IDENTITY  = -11
+  integer, parameter, public :: CRPM_ERR_MISMATCH  = -12
+  integer, parameter, public :: CRPM_ERR_NOCKPT    = -13
+  integer, parameter, public :: CRPM_ERR_EPOCH     = -14
+  integer, parameter, public :: CRPM_ERR_MPI       = -15
+  integer, parameter, public :: CRPM_ERR_REMOTE    = -16
+  integer, parameter, public :: CRPM_ERR_MISSING   = -17
+  integer, parameter, public :: CRPM_ERR_NRANKS    = -18
+  integer, parameter, public :: CRPM_ERR_HDF5      = -19
+  integer, parameter, public :: CRPM_ERR_NOTSUP    = -20
+  integer, parameter, public :: CRPM_ERR_RANGE     = -21
+
+  integer, parameter, public :: CRPM_L1 = 1
+  integer, parameter, public :: CRPM_L4 = 4
+
+  integer, parameter, public :: CRPM_STATUS_FRESH = 0
+  integer, parameter, public :: CRPM_STATUS_L1    = 1
+  integer, parameter, public :: CRPM_STATUS_L4    = 2
+
+  integer, parameter, public :: CRPM_SNAP_NONE         = 0
+  integer, parameter, public :: CRPM_SNAP_RECOVERED    = 1
+  integer, parameter, public :: CRPM_SNAP_CHECKPOINTED = 2
+
+  integer(c_int32_t), parameter, public :: CRPM_TC_CHAR = 1, CRPM_TC_SHORT = 2, &
+       CRPM_TC_INT = 3, CRPM_TC_LONG = 4, CRPM_TC_LLONG = 5, CRPM_TC_UINT = 6, &
+       CRPM_TC_ULONG = 7, CRPM_TC_FLOAT = 8, CRPM_TC_DOUBLE = 9, CRPM_TC_LDOUBLE = 10, &
+       CRPM_TC_BYTE = 11, CRPM_TC_INT8 = 12, CRPM_TC_INT16 = 13, CRPM_TC_INT32 = 14, &
+       CRPM_TC_INT64 = 15, CRPM_TC_COMPLEX_FLOAT = 16, CRPM_TC_COMPLEX_DOUBLE = 17, &
+       CRPM_TC_LOGICAL = 18, CRPM_TYPE_USER = 100
+
+  !> Element type as the C library sees it (crpm_type_t).
+  type, bind(C), public :: crpm_type_t
+     integer(c_int32_t) :: code
+     integer(c_int32_t) :: reserved
+     integer(c_int64_t) :: size
+  end type crpm_type_t
+
+  !> Checkpoint statistics (crpm_stats_t); the counters are unsigned in C.
+  type, bind(C), public :: crpm_stats_t
+     integer(c_int64_t) :: checkpoints
+     integer(c_int64_t) :: protected_bytes
+     integer(c_int64_t) :: bytes_compared
+     integer(c_int64_t) :: bytes_written
+     integer(c_int64_t) :: blocks_written
+     integer(c_int64_t) :: drains
+     real(c_double)     :: seconds
+  end type crpm_stats_t
+
+  public :: crpm_init, crpm_protect, crpm_protect_bytes, crpm_status, crpm_recover, &
+       crpm_checkpoint, crpm_snapshot, crpm_finalize, crpm_strerror, crpm_last_error, &
+       crpm_get_stats
+
+  !> crpm_protect(id, array, ierr): any intrinsic kind listed above, any rank.
+  interface crpm_protect
+     module procedure protect_i1, protect_i2, protect_i4, protect_i8, &
+          protect_r4, protect_r8, protect_c4, protect_c8, protect_l, protect_lc
+  end interface crpm_protect
+
+  interface
+     function c_init(config, comm) bind(C, name='crpm_f_init') result(rc)
+       import :: c_char, c_int
+       character(kind=c_char), dimension(*), intent(in) :: config
+       integer(c_int), value :: comm
+       integer(c_int) :: rc
+     end function c_init
+
+     function c_protect(id, ptr, count, type) bind(C, name='crpm_protect') result(rc)
+       import :: c_int, c_ptr, c_int64_t, crpm_type_t
+       integer(c_int), value :: id
+       type(c_ptr), value :: ptr
+       integer(c_int64_t), value :: count
+       type(crpm_type_t), value :: type
+       integer(c_int) :: rc
+     end function c_protect
+
+     function c_init_type(type, size) bind(C, name='crpm_init_type') result(rc)
+       import :: c_int, c_size_t, crpm_type_t
+       type(crpm_type_t), intent(out) :: type
+       integer(c_size_t), value :: size
+       integer(c_int) :: rc
+     end function c_init_type
+
+     function c_elem_len(a) bind(C, name='crpm_f_elem_len') result(n)
+       import :: c_size_t
+       type(*), dimension(..), intent(in) :: a
+       integer(c_size_t) :: n
+     end function c_elem_len
+
+     function c_status() bind(C, name='crpm_status') result(rc)
+       import :: c_int
+       integer(c_int) :: rc
+     end function c_status
+
+     function c_recover() bind(C, name='crpm_recover') result(rc)
+       import :: c_int
+       integer(c_int) :: rc
+     end function c_recover
+
+     function c_checkpoint(id, level) bind(C, name='crpm_checkpoint') result(rc)
+       import :: c_int
+       integer(c_int), value :: id, level
+       integer(c_int) :: rc
+     end function c_checkpoint
+
+     function c_snapshot() bind(C, name='crpm_snapshot') result(rc)
+       import :: c_int
+       integer(c_int) :: rc
+     end function c_snapshot
+
+     function c_finalize() bind(C, name='crpm_finalize') result(rc)
+       import :: c_int
+       integer(c_int) :: rc
+     end function c_finalize
+
+     function c_strerror(code) bind(C, name='crpm_strerror') result(p)
+       import :: c_int, c_ptr
+       integer(c_int), value :: code
+       type(c_ptr) :: p
+     end function c_strerror
+
+     function c_last_error() bind(C, name='crpm_last_error') result(p)
+       import :: c_ptr
+       type(c_ptr) :: p
+     end function c_last_error
+
+     function c_get_stats(last, total) bind(C, name='crpm_get_stats') result(rc)
+       import :: c_int, crpm_stats_t
+       type(crpm_stats_t), intent(out) :: last, total
+       integer(c_int) :: rc
+     end function c_get_stats
+
+     function c_strlen(s) bind(C, name='strlen') result(n)
+       import :: c_ptr, c_size_t
+       type(c_ptr), value :: s
+       integer(c_size_t) :: n
+     end function c_strlen
+  end interface
+
+  ! Errors detected by the bindings themselves never reach the C library, so
+  ! their message is kept here; it is dropped as soon as the library reports
+  ! a newer failure, so crpm_last_error always describes the latest one.
+  character(len=:), allocatable, save :: binding_msg
+
+contains
+
+  subroutine crpm_init(config, comm, ierr)
+    character(len=*), intent(in) :: config
+    integer, intent(in) :: comm
+    integer, intent(out) :: ierr
+    ierr = track(c_init(trim(config)//c_null_char, int(comm, c_int)))
+  end subroutine crpm_init
+
+  subroutine crpm_status(status)
+    integer, intent(out) :: status
+    status = track(c_status())
+  end subroutine crpm_status
+
+  subroutine crpm_recover(ierr)
+    integer, intent(out) :: ierr
+    ierr = track(c_recover())
+  end subroutine crpm_recover
+
+  subroutine crpm_checkpoint(id, level, ierr)
+    integer, intent(in) :: id, level
+    integer, intent(out) :: ierr
+    ierr = track(c_checkpoint(int(id, c_int), int(level, c_int)))
+  end subroutine crpm_checkpoint
+
+  !> ierr >= 0 is one of CRPM_SNAP_NONE / _RECOVERED / _CHECKPOINTED.
+  subroutine crpm_snapshot(ierr)
+    integer, intent(out) :: ierr
+    ierr = track(c_snapshot())
+  end subroutine crpm_snapshot
+
+  subroutine crpm_finalize(ierr)
+    integer, intent(out) :: ierr
+    ierr = track(c_finalize())
+  end subroutine crpm_finalize
+
+  subroutine crpm_get_stats(last, total, ierr)
+    type(crpm_stats_t), intent(out) :: last, total
+    integer, intent(out) :: ierr
+    ierr = track(c_get_stats(last, total))
+  end subroutine crpm_get_stats
+
+  function crpm_strerror(code) result(msg)
+    integer, intent(in) :: code
+    character(len=:), allocatable :: msg
+    msg = from_c_string(c_strerror(int(code, c_int)))
+  end function crpm_strerror
+
+  function crpm_last_error() result(msg)
+    character(len=:), allocatable :: msg
+    if (allocated(binding_msg)) then
+       msg = binding_msg
+    else
+       msg = from_c_string(c_last_error())
+    end if
+  end function crpm_last_error
+
+  !> Protect any contiguous object (typically an array of a derived type) as
+  !> records of its element storage size.  The record size is part of what is
+  !> checked on recovery, so changing the type definition invalidates old
+  !> checkpoints.
+  subroutine crpm_protect_bytes(id, array, ierr)
+    integer, intent(in) :: id
+    type(*), dimension(..), target, intent(inout) :: array
+    integer, intent(out) :: ierr
+    type(crpm_type_t) :: t
+    ierr = track(c_init_type(t, c_elem_len(array)))
+    if (ierr /= CRPM_SUCCESS) return
+    call protect_common(id, array, t, ierr)
+  end subroutine crpm_protect_bytes
+
+  ! ---- specific procedures of the generic crpm_protect --------------------
+
+  subroutine protect_i1(id, array, ierr)
+    integer, intent(in) :: id
+    integer(int8), dimension(..), target, intent(inout) :: array
+    integer, intent(out) :: ierr
+    call protect_common(id, array, typ(CRPM_TC_INT8, storage_size(array)), ierr)
+  end subroutine protect_i1
+
+  subroutine protect_i2(id, array, ierr)
+    integer, intent(in) :: id
+    integer(int16), dimension(..), target, intent(inout) :: array
+    integer, intent(out) :: ierr
+    call protect_common(id, array, typ(CRPM_TC_INT16, storage_size(array)), ierr)
+  end subroutine protect_i2
+
+  subroutine protect_i4(id, array, ierr)
+    integer, intent(in) :: id
+    integer(int32), dimension(..), target, intent(inout) :: array
+    integer, intent(out) :: ierr
+    call protect_common(id, array, typ(CRPM_TC_INT32, storage_size(array)), ierr)
+  end subroutine protect_i4
+
+  subroutine protect_i8(id, array, ierr)
+    integer, intent(in) :: id
+    integer(int64), dimension(..), target, intent(inout) :: array
+    integer, intent(out) :: ierr
+    call protect_common(id, array, typ(CRPM_TC_INT64, storage_size(array)), ierr)
+  end subroutine protect_i8
+
+  subroutine protect_r4(id, array, ierr)
+    integer, intent(in) :: id
+    real(real32), dimension(..), target, intent(inout) :: array
+    integer, intent(out) :: ierr
+    call protect_common(id, array, typ(CRPM_TC_FLOAT, storage_size(array)), ierr)
+  end subroutine protect_r4
+
+  subroutine protect_r8(id, array, ierr)
+    integer, intent(in) :: id
+    real(real64), dimension(..), target, intent(inout) :: array
+    integer, intent(out) :: ierr
+    call protect_common(id, array, typ(CRPM_TC_DOUBLE, storage_size(array)), ierr)
+  end subroutine protect_r8
+
+  subroutine protect_c4(id, array, ierr)
+    integer, intent(in) :: id
+    complex(real32), dimension(..), target, intent(inout) :: array
+    integer, intent(out) :: ierr
+    call protect_common(id, array, typ(CRPM_TC_COMPLEX_FLOAT, storage_size(array)), ierr)
+  end subroutine protect_c4
+
+  subroutine protect_c8(id, array, ierr)
+    integer, intent(in) :: id
+    complex(real64), dimension(..), target, intent(inout) :: array
+    integer, intent(out) :: ierr
+    call protect_common(id, array, typ(CRPM_TC_COMPLEX_DOUBLE, storage_size(array)), ierr)
+  end subroutine protect_c8
+
+  subroutine protect_l(id, array, ierr)
+    integer, intent(in) :: id
+    logical, dimension(..), target, intent(inout) :: array
+    integer, intent(out) :: ierr
+    call protect_common(id, array, typ(CRPM_TC_LOGICAL, storage_size(array)), ierr)
+  end subroutine protect_l
+
+  subroutine protect_lc(id, array, ierr)
+    integer, intent(in) :: id
+    logical(c_bool), dimension(..), target, intent(inout) :: array
+    integer, intent(out) :: ierr
+    call protect_common(id, array, typ(CRPM_TC_LOGICAL, storage_size(array)), ierr)
+  end subroutine protect_lc
+
+  ! ---- helpers ---------------------------------------------------------------
+
+  pure function typ(code, bits) result(t)
+    integer(c_int32_t), intent(in) :: code
+    integer, intent(in) :: bits
+    type(crpm_type_t) :: t
+    t = crpm_type_t(code, 0_c_int32_t, int(bits / 8, c_int64_t))
+  end function typ
+
+  ! Assumed rank never makes a copy, so the address taken here is the
+  ! caller's storage; a non-contiguous actual must therefore be refused
+  ! rather than registered by its first element.
+  subroutine protect_common(id, array, t, ierr)
+    integer, intent(in) :: id
+    type(*), dimension(..), target, intent(inout) :: array
+    type(crpm_type_t), intent(in) :: t
+    integer, intent(out) :: ierr
+    integer(c_int64_t) :: n
+    type(c_ptr) :: p
+    character(len=12) :: idtxt
+
+    if (.not. is_contiguous(array)) then
+       write (idtxt, '(i0)') id
+       binding_msg = 'crpm_protect: array ' // trim(idtxt) // ' is not contiguous ' // &
+            '(strided section?); protect a contiguous array or a contiguous copy ' // &
+            'that lives as long as the protection'
+       ierr = CRPM_ERR_INVAL
+       return
+    end if
+    n = size(array, kind=c_int64_t)
+    p = c_null_ptr
+    ! c_loc of a zero-sized array is not allowed; nothing to address anyway.
+    if (n > 0) p = c_loc(array)
+    ierr = track(c_protect(int(id, c_int), p, n, t))
+  end subroutine protect_common
+
+  ! Pass a C return code through, forgetting the bindings' own message once
+  ! the library has reported a newer failure.
+  function track(rc) result(ierr)
+    integer(c_int), intent(in) :: rc
+    integer :: ierr
+    ierr = int(rc)
+    if (ierr < 0 .and. allocated(binding_msg)) deallocate (binding_msg)
+  end function track
+
+  function from_c_string(p) result(s)
+    type(c_ptr), intent(in) :: p
+    character(len=:), allocatable :: s
+    character(kind=c_char), pointer :: chars(:)
+    integer :: i, n
+    if (.not. c_associated(p)) then
+       s = ''
+       return
+    end if
+    n = int(c_strlen(p))
+    call c_f_pointer(p, chars, [n])
+    allocate (character(len=n) :: s)
+    do i = 1, n
+       s(i:i) = chars(i)
+    end do
+  end function from_c_string
+
+end module crpm
