@@ -139,10 +139,15 @@ static int write_segment(crpm_container *c, crpm_seg *s, const char *src, uint64
         if (rc)
             return rc;
         s->phys[other] = p;
+        if ((rc = crpm_reserve_seg(c, p, len)) != 0)
+            return rc;
         write_run(c, crpm_seg_addr(c, p), src, len, blk, st);
         s->state = (uint32_t)other + 1;
         return CRPM_SUCCESS;
     }
+    int rc = crpm_reserve_seg(c, s->phys[other], len); /* the region may have grown */
+    if (rc)
+        return rc;
     char *dst = crpm_seg_addr(c, s->phys[other]);
     uint64_t run = 0, start = 0;
     for (uint64_t off = 0; off < len; off += blk) {

@@ -228,12 +228,28 @@ static int ensure_used_cap(crpm_container *c, uint64_t n)
     if (n <= c->used_cap)
         return CRPM_SUCCESS;
     uint8_t *u = realloc(c->used, n);
-    if (!u)
+    if (u)
+        c->used = u;
+    uint32_t *r = realloc(c->reserved, n * sizeof *r);
+    if (r)
+        c->reserved = r;
+    if (!u || !r)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     memset(u + c->used_cap, 0, n - c->used_cap);
-    c->used = u;
+    memset(r + c->used_cap, 0, (n - c->used_cap) * sizeof *r);
     c->used_cap = n;
     return CRPM_SUCCESS;
+}
+
+int crpm_reserve_seg(crpm_container *c, uint32_t phys, uint64_t len)
+{
+    if (c->reserved[phys] >= len)
+        return CRPM_SUCCESS;
+    uint64_t off = c->sb.data_offset + (uint64_t)phys * c->sb.segment_size;
+    int rc = c->media.ops->reserve(&c->media, off, len);
+    if (rc == 0)
+        c->reserved[phys] = (uint32_t)len;
+    return rc;
 }
 
 /* Makes `epoch` (0 = empty) the in-memory state, keeping current protections. */
@@ -521,6 +537,7 @@ fail:
 fail_nomap:
     crpm_free_regions(c);
     free(c->used);
+    free(c->reserved);
     free(c->path);
     free(c);
     return rc;
@@ -534,6 +551,7 @@ int crpm_container_close(crpm_container *c)
         c->media.ops->unmap(&c->media);
     crpm_free_regions(c);
     free(c->used);
+    free(c->reserved);
     free(c->path);
     free(c);
     return CRPM_SUCCESS;

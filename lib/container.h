@@ -39,6 +39,7 @@ struct crpm_container {
     int nregions, cap_regions;
     uint8_t *used;           /* per physical segment: referenced or allocated */
     uint64_t used_cap;
+    uint32_t *reserved;      /* per physical segment: bytes known to have storage */
     uint64_t hint;           /* where the next free-segment search starts */
     crpm_hook_fn hook;
     void *hook_arg;
@@ -51,6 +52,7 @@ int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_
                     crpm_region *regs, int nregs, crpm_seg **segs);
 int crpm_load_slot(crpm_container *c, uint64_t epoch);
 int crpm_grow_pool(crpm_container *c, uint64_t min_nphys);
+int crpm_reserve_seg(crpm_container *c, uint32_t phys, uint64_t len);
 void crpm_mark_used(crpm_container *c);
 char *crpm_seg_addr(crpm_container *c, uint32_t phys);
 void crpm_free_regions(crpm_container *c);

@@ -14,8 +14,11 @@ typedef struct crpm_backend {
     const char *name;
     /* Map all of the existing file `path`. */
     int (*map)(crpm_media *m, const char *path);
-    /* Grow the file and mapping; the new size is durable on return. */
+    /* Grow the file (sparse) and mapping; the new size is durable on return. */
     int (*resize)(crpm_media *m, size_t new_size);
+    /* Back [off, off+len) with storage, so that stores there cannot fault
+     * (SIGBUS) on a full file system; an error is returned instead. */
+    int (*reserve)(crpm_media *m, size_t off, size_t len);
     void (*unmap)(crpm_media *m);
     /* Store n bytes at dst (inside the mapping); durable after the next drain. */
     void (*copy)(crpm_media *m, void *dst, const void *src, size_t n);

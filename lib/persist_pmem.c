@@ -50,7 +50,9 @@ int crpm_file_resize(crpm_media *m, const char *path, size_t new_size)
     int fd = open(path, O_RDWR);
     if (fd < 0)
         return crpm_error(CRPM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    int rc = posix_fallocate(fd, 0, (off_t)new_size);
+    /* sparse: segments get storage when first written (crpm_file_reserve),
+     * so a region's unused tail costs no memory on tmpfs or DAX */
+    int rc = ftruncate(fd, (off_t)new_size) != 0 ? errno : 0;
     if (rc == 0 && fsync(fd) != 0)
         rc = errno;
     close(fd);
@@ -63,6 +65,18 @@ int crpm_file_resize(crpm_media *m, const char *path, size_t new_size)
     m->base = addr;
     m->size = len;
     m->is_pmem = is_pmem;
+    return CRPM_SUCCESS;
+}
+
+int crpm_file_reserve(const char *path, size_t off, size_t len)
+{
+    int fd = open(path, O_RDWR);
+    if (fd < 0)
+        return crpm_error(CRPM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    int rc = posix_fallocate(fd, (off_t)off, (off_t)len);
+    close(fd);
+    if (rc)
+        return crpm_error(CRPM_ERR_IO, "cannot allocate %zu bytes in %s: %s", len, path, strerror(rc));
     return CRPM_SUCCESS;
 }
 
@@ -214,6 +228,11 @@ static int be_resize(crpm_media *m, size_t new_size)
     return crpm_file_resize(m, fs->path, new_size);
 }
 
+static int be_reserve(crpm_media *m, size_t off, size_t len)
+{
+    return crpm_file_reserve(((file_state *)m->priv)->path, off, len);
+}
+
 static void be_unmap(crpm_media *m)
 {
     file_state *fs = m->priv;
@@ -226,9 +245,9 @@ static void be_unmap(crpm_media *m)
     crpm_file_unmap(m);
 }
 
-static const crpm_backend backend_auto = {"auto", map_auto, be_resize, be_unmap, be_copy, be_flush, be_drain};
-static const crpm_backend backend_pmem = {"pmem", map_pmem, be_resize, be_unmap, be_copy, be_flush, be_drain};
-static const crpm_backend backend_msync = {"msync", map_msync, be_resize, be_unmap, be_copy, be_flush, be_drain};
+static const crpm_backend backend_auto = {"auto", map_auto, be_resize, be_reserve, be_unmap, be_copy, be_flush, be_drain};
+static const crpm_backend backend_pmem = {"pmem", map_pmem, be_resize, be_reserve, be_unmap, be_copy, be_flush, be_drain};
+static const crpm_backend backend_msync = {"msync", map_msync, be_resize, be_reserve, be_unmap, be_copy, be_flush, be_drain};
 
 const crpm_backend *crpm_backend_for(int persistence)
 {

@@ -111,6 +111,11 @@ static int sim_resize(crpm_media *m, size_t new_size)
     return sim_alloc(s, old, m->size);
 }
 
+static int sim_reserve(crpm_media *m, size_t off, size_t len)
+{
+    return crpm_file_reserve(((sim_state *)m->priv)->path, off, len);
+}
+
 static void sim_unmap(crpm_media *m)
 {
     sim_state *s = m->priv;
@@ -121,7 +126,7 @@ static void sim_unmap(crpm_media *m)
     crpm_file_unmap(m);
 }
 
-const crpm_backend crpm_backend_sim = {"sim", sim_map, sim_resize, sim_unmap, sim_copy, sim_flush, sim_drain};
+const crpm_backend crpm_backend_sim = {"sim", sim_map, sim_resize, sim_reserve, sim_unmap, sim_copy, sim_flush, sim_drain};
 
 static uint64_t next_rand(uint64_t *x)
 {
