@@ -1,0 +1,344 @@
+/* INI configuration: [basic] and [advanced] keys, environment overrides.
+ * Every problem is reported with the file name and, when it comes from the
+ * file, the line number. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <ini.h>
+
+#include "engine.h"
+
+enum key_id {
+    K_CKPT_DIR, K_JOB_NAME, K_CKPT_INTERVAL, K_CKPT_INTERVAL_S, K_KEEP_LAST_CKPT, K_VERBOSITY,
+    K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4,
+    K_SEGMENT_SIZE, K_BLOCK_SIZE, K_PERSISTENCE,
+    K_COUNT
+};
+
+static const struct key_desc {
+    const char *section, *name;
+} keys[K_COUNT] = {
+    [K_CKPT_DIR] = {"basic", "ckpt_dir"},
+    [K_JOB_NAME] = {"basic", "job_name"},
+    [K_CKPT_INTERVAL] = {"basic", "ckpt_interval"},
+    [K_CKPT_INTERVAL_S] = {"basic", "ckpt_interval_s"},
+    [K_KEEP_LAST_CKPT] = {"basic", "keep_last_ckpt"},
+    [K_VERBOSITY] = {"basic", "verbosity"},
+    [K_GLBL_DIR] = {"basic", "glbl_dir"},
+    [K_CKPT_INTERVAL_L4] = {"basic", "ckpt_interval_l4"},
+    [K_KEEP_L4] = {"basic", "keep_l4"},
+    [K_SEGMENT_SIZE] = {"advanced", "segment_size"},
+    [K_BLOCK_SIZE] = {"advanced", "block_size"},
+    [K_PERSISTENCE] = {"advanced", "persistence"},
+};
+
+typedef struct parse_ctx {
+    const char *text;     /* unread rest of the input */
+    const char *name;     /* file name for messages */
+    int line;             /* line being parsed (the reader counts them) */
+    crpm_config *cfg;
+    int key_line[K_COUNT];
+    int err_line;         /* first error found by us (0 = none) */
+    char err[512];
+} parse_ctx;
+
+void crpm_config_defaults(crpm_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    strcpy(cfg->job_name, "crpm");
+    cfg->keep_l4 = 1;
+    cfg->verbosity = 1;
+    cfg->persistence = CRPM_PERSIST_AUTO;
+}
+
+static void fail(parse_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(parse_ctx *ctx, const char *fmt, ...)
+{
+    if (ctx->err_line)
+        return; /* the first error is the one worth reading */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+    va_end(ap);
+    ctx->err_line = ctx->line;
+}
+
+/* fgets-like reader over the in-memory text.  Counting lines here gives the
+ * handler a line number, which this inih build does not pass. */
+static char *reader(char *str, int num, void *stream)
+{
+    parse_ctx *ctx = stream;
+    if (*ctx->text == '\0' || num < 2)
+        return NULL;
+    const char *nl = strchr(ctx->text, '\n');
+    size_t len = nl ? (size_t)(nl - ctx->text) + 1 : strlen(ctx->text);
+    ctx->line++;
+    if (len > (size_t)num - 1) {
+        /* inih would split the line and parse the tail as a new line */
+        fail(ctx, "line longer than %d characters", num - 2);
+        str[0] = '\n';
+        str[1] = '\0';
+    } else {
+        memcpy(str, ctx->text, len);
+        str[len] = '\0';
+    }
+    ctx->text += len;
+    return str;
+}
+
+static int parse_long(const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end != '\0' || x < lo || x > hi)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+    static const char *yes[] = {"1", "true", "yes", "on"}, *no[] = {"0", "false", "no", "off"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(v, yes[i]) == 0) { *out = 1; return 0; }
+        if (strcasecmp(v, no[i]) == 0) { *out = 0; return 0; }
+    }
+    return -1;
+}
+
+/* Bytes with an optional binary suffix: 4096, 64K, 2M, 2MiB, 1G. */
+static int parse_size(const char *v, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)v[0]))
+        return -1;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || end == v)
+        return -1;
+    unsigned shift = 0;
+    if (*end) {
+        switch (toupper((unsigned char)*end)) {
+        case 'K': shift = 10; break;
+        case 'M': shift = 20; break;
+        case 'G': shift = 30; break;
+        default: return -1;
+        }
+        end++;
+        if (strcasecmp(end, "ib") == 0 || strcasecmp(end, "b") == 0)
+            end += strlen(end);
+        if (*end)
+            return -1;
+    }
+    if (x > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)x << shift;
+    return 0;
+}
+
+static int valid_job_name(const char *v)
+{
+    if (!*v || strcmp(v, ".") == 0 || strcmp(v, "..") == 0 || strlen(v) >= CRPM_CFG_NAME_MAX)
+        return 0;
+    for (const char *p = v; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.')
+            return 0;
+    return 1;
+}
+
+static int set_path(char *dst, const char *v)
+{
+    if (strlen(v) >= CRPM_CFG_PATH_MAX)
+        return -1;
+    strcpy(dst, v);
+    return 0;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+    parse_ctx *ctx = user;
+    crpm_config *cfg = ctx->cfg;
+    int k;
+    for (k = 0; k < K_COUNT; k++)
+        if (strcmp(section, keys[k].section) == 0 && strcmp(name, keys[k].name) == 0)
+            break;
+    if (k == K_COUNT) {
+        if (!*section)
+            fail(ctx, "key '%s' outside a section ([basic] or [advanced])", name);
+        else if (strcmp(section, "basic") && strcmp(section, "advanced"))
+            fail(ctx, "unknown section [%s] (key '%s')", section, name);
+        else
+            fail(ctx, "unknown key '%s' in [%s]", name, section);
+        return 0;
+    }
+    if (ctx->key_line[k]) {
+        fail(ctx, "duplicate key '%s' (first set on line %d)", name, ctx->key_line[k]);
+        return 0;
+    }
+    ctx->key_line[k] = ctx->line;
+
+    long l;
+    int ok = 1;
+    const char *want = "";
+    switch (k) {
+    case K_CKPT_DIR:
+        ok = *value && set_path(cfg->ckpt_dir, value) == 0;
+        want = "a non-empty path";
+        break;
+    case K_GLBL_DIR:
+        ok = set_path(cfg->glbl_dir, value) == 0;
+        want = "a path";
+        break;
+    case K_JOB_NAME:
+        ok = valid_job_name(value);
+        if (ok)
+            strcpy(cfg->job_name, value);
+        want = "a name of letters, digits, '.', '_' or '-'";
+        break;
+    case K_CKPT_INTERVAL:
+        ok = parse_long(value, 0, 1L << 40, &l) == 0;
+        cfg->ckpt_interval = l;
+        want = "an iteration count >= 0";
+        break;
+    case K_CKPT_INTERVAL_S: {
+        char *end;
+        errno = 0;
+        double d = strtod(value, &end);
+        ok = !errno && end != value && *end == '\0' && isfinite(d) && d >= 0;
+        cfg->ckpt_interval_s = d;
+        want = "seconds >= 0";
+        break;
+    }
+    case K_CKPT_INTERVAL_L4:
+        ok = parse_long(value, 0, 1L << 40, &l) == 0;
+        cfg->ckpt_interval_l4 = l;
+        want = "a count >= 0";
+        break;
+    case K_KEEP_LAST_CKPT:
+        ok = parse_bool(value, &cfg->keep_last_ckpt) == 0;
+        want = "0 or 1";
+        break;
+    case K_KEEP_L4:
+        ok = parse_long(value, 1, 1000000, &l) == 0;
+        cfg->keep_l4 = (int)l;
+        want = "a count >= 1";
+        break;
+    case K_VERBOSITY:
+        ok = parse_long(value, 0, 3, &l) == 0;
+        cfg->verbosity = (int)l;
+        want = "0, 1, 2 or 3";
+        break;
+    case K_SEGMENT_SIZE:
+    case K_BLOCK_SIZE: {
+        uint64_t s = 0;
+        ok = parse_size(value, &s) == 0 && s > 0 && (s & (s - 1)) == 0;
+        if (k == K_SEGMENT_SIZE)
+            cfg->segment_size = s;
+        else
+            cfg->block_size = s;
+        want = "a power of two in bytes (suffix K, M or G allowed)";
+        break;
+    }
+    case K_PERSISTENCE:
+        if (strcmp(value, "auto") == 0)
+            cfg->persistence = CRPM_PERSIST_AUTO;
+        else if (strcmp(value, "pmem") == 0)
+            cfg->persistence = CRPM_PERSIST_PMEM;
+        else if (strcmp(value, "msync") == 0)
+            cfg->persistence = CRPM_PERSIST_MSYNC;
+        else
+            ok = 0;
+        want = "auto, pmem or msync";
+        break;
+    }
+    if (!ok) {
+        fail(ctx, "bad value '%s' for %s: expected %s", value, name, want);
+        return 0;
+    }
+    return 1;
+}
+
+int crpm_config_parse(const char *text, const char *name, crpm_config *cfg)
+{
+    parse_ctx ctx = {.text = text, .name = name, .cfg = cfg};
+    crpm_config_defaults(cfg);
+    int rc = ini_parse_stream(reader, &ctx, handler, &ctx);
+    if (rc == -2)
+        return crpm_error(CRPM_ERR_NOMEM, "config %s: out of memory while parsing", name);
+    if (rc > 0 && (!ctx.err_line || rc < ctx.err_line))
+        return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: syntax error (expected [section] or key = value)",
+                          name, rc);
+    if (ctx.err_line)
+        return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: %s", name, ctx.err_line, ctx.err);
+    if (rc != 0)
+        return crpm_error(CRPM_ERR_CONFIG, "config %s: cannot be parsed", name);
+
+    const char *env = getenv("CRPM_CKPT_DIR");
+    if (env && *env && set_path(cfg->ckpt_dir, env) != 0)
+        return crpm_error(CRPM_ERR_CONFIG, "environment CRPM_CKPT_DIR: path too long");
+    env = getenv("CRPM_JOB_NAME");
+    if (env && *env) {
+        if (!valid_job_name(env))
+            return crpm_error(CRPM_ERR_CONFIG,
+                              "environment CRPM_JOB_NAME='%s': expected letters, digits, '.', '_' or '-'", env);
+        strcpy(cfg->job_name, env);
+    }
+    if (!cfg->ckpt_dir[0])
+        return crpm_error(CRPM_ERR_CONFIG,
+                          "config %s: required key ckpt_dir missing in [basic] (and CRPM_CKPT_DIR not set)", name);
+    if (cfg->ckpt_interval_l4 > 0 && !cfg->glbl_dir[0])
+        return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: ckpt_interval_l4 needs glbl_dir in [basic]", name,
+                          ctx.key_line[K_CKPT_INTERVAL_L4]);
+    if (cfg->segment_size && cfg->block_size && cfg->block_size > cfg->segment_size)
+        return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: block_size %llu exceeds segment_size %llu", name,
+                          ctx.key_line[K_BLOCK_SIZE], (unsigned long long)cfg->block_size,
+                          (unsigned long long)cfg->segment_size);
+    return CRPM_SUCCESS;
+}
+
+int crpm_config_read_file(const char *path, char **text, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return crpm_error(CRPM_ERR_CONFIG, "config %s: cannot open: %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (n < cap - 1)
+            break;
+        char *nb = realloc(buf, cap * 2);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!buf)
+        return crpm_error(CRPM_ERR_NOMEM, "config %s: out of memory", path);
+    if (err) {
+        free(buf);
+        return crpm_error(CRPM_ERR_CONFIG, "config %s: read error", path);
+    }
+    buf[n] = '\0';
+    if (memchr(buf, '\0', n)) {
+        free(buf);
+        return crpm_error(CRPM_ERR_CONFIG, "config %s: binary data in file", path);
+    }
+    *text = buf;
+    *len = n;
+    return CRPM_SUCCESS;
+}

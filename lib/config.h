@@ -1,0 +1,41 @@
+/* INI configuration of the MPI layer (documented examples in config/). Parsing
+ * is pure: no MPI, no file-system changes. */
+#ifndef CRPM_CONFIG_H
+#define CRPM_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CRPM_CFG_PATH_MAX 4096
+#define CRPM_CFG_NAME_MAX 128
+
+typedef struct crpm_config {
+    /* [basic] */
+    char ckpt_dir[CRPM_CFG_PATH_MAX];   /* required (file or CRPM_CKPT_DIR) */
+    char job_name[CRPM_CFG_NAME_MAX];   /* default "crpm" */
+    char glbl_dir[CRPM_CFG_PATH_MAX];   /* "" = no level 4 */
+    long ckpt_interval;                 /* snapshot iterations; 0 = off */
+    double ckpt_interval_s;             /* snapshot seconds; 0 = off */
+    long ckpt_interval_l4;              /* every N-th snapshot checkpoint is L4; 0 = never */
+    int keep_last_ckpt;                 /* 1: finalize leaves the checkpoints */
+    int keep_l4;                        /* level-4 files kept (newest first) */
+    int verbosity;                      /* 0 quiet .. 3 debug */
+    /* [advanced] */
+    uint64_t segment_size;              /* 0 = engine default */
+    uint64_t block_size;                /* 0 = engine default */
+    int persistence;                    /* enum crpm_persistence */
+} crpm_config;
+
+/* Defaults for every key. */
+void crpm_config_defaults(crpm_config *cfg);
+
+/* Parses INI text (NUL-terminated) that came from file `name` (used only in
+ * messages), then applies the CRPM_CKPT_DIR / CRPM_JOB_NAME environment
+ * overrides and checks required keys.  Returns 0 or CRPM_ERR_CONFIG with a
+ * message naming the file and line (crpm_last_error()). */
+int crpm_config_parse(const char *text, const char *name, crpm_config *cfg);
+
+/* Reads a whole file into a malloc'ed NUL-terminated buffer. */
+int crpm_config_read_file(const char *path, char **text, size_t *len);
+
+#endif

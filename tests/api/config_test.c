@@ -1,0 +1,125 @@
+/* Serial tests of the INI parser (lib/config.c): defaults, every key, size
+ * suffixes, comments, environment overrides, and the file:line messages. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "engine.h"
+
+static int checks, failures;
+#define CHECK(cond)                                                                              \
+    do {                                                                                         \
+        checks++;                                                                                \
+        if (!(cond)) {                                                                           \
+            failures++;                                                                          \
+            fprintf(stderr, "FAIL line %d: %s (last error: %s)\n", __LINE__, #cond, crpm_last_error()); \
+        }                                                                                        \
+    } while (0)
+
+static int parse(const char *text, crpm_config *c) { return crpm_config_parse(text, "t.ini", c); }
+
+static int fails_with(const char *text, const char *msg)
+{
+    crpm_config c;
+    return parse(text, &c) == CRPM_ERR_CONFIG && strstr(crpm_last_error(), msg) != NULL;
+}
+
+/* The shipped examples must parse. */
+static void check_examples(const char *dir)
+{
+    const char *names[] = {"crpm.ini", "pmem.ini", "level4.ini"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[1024], *text = NULL;
+        size_t len;
+        crpm_config c;
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        CHECK(crpm_config_read_file(path, &text, &len) == 0);
+        CHECK(text && crpm_config_parse(text, path, &c) == 0);
+        free(text);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    unsetenv("CRPM_CKPT_DIR");
+    unsetenv("CRPM_JOB_NAME");
+    crpm_config c;
+
+    CHECK(parse("[basic]\nckpt_dir = /d\n", &c) == 0);
+    CHECK(strcmp(c.ckpt_dir, "/d") == 0 && strcmp(c.job_name, "crpm") == 0);
+    CHECK(c.ckpt_interval == 0 && c.ckpt_interval_s == 0 && c.keep_last_ckpt == 0 && c.verbosity == 1);
+    CHECK(c.glbl_dir[0] == '\0' && c.ckpt_interval_l4 == 0 && c.keep_l4 == 1);
+    CHECK(c.segment_size == 0 && c.block_size == 0 && c.persistence == CRPM_PERSIST_AUTO);
+
+    const char *full =
+        "# full example\n"
+        "[basic]\n"
+        "ckpt_dir = /mnt/pmem0/ckpt   ; inline comment\n"
+        "job_name = run-7.b_x\n"
+        "ckpt_interval = 25\n"
+        "ckpt_interval_s = 1.5\n"
+        "keep_last_ckpt = yes\n"
+        "verbosity = 3\n"
+        "glbl_dir = /gpfs/ckpt\n"
+        "ckpt_interval_l4 = 4\n"
+        "keep_l4 = 3\n"
+        "\n"
+        "[advanced]\r\n"
+        "segment_size = 64KiB\r\n"
+        "block_size = 512\n"
+        "persistence = msync\n";
+    CHECK(parse(full, &c) == 0);
+    CHECK(strcmp(c.ckpt_dir, "/mnt/pmem0/ckpt") == 0 && strcmp(c.job_name, "run-7.b_x") == 0);
+    CHECK(c.ckpt_interval == 25 && c.ckpt_interval_s == 1.5 && c.keep_last_ckpt == 1 && c.verbosity == 3);
+    CHECK(strcmp(c.glbl_dir, "/gpfs/ckpt") == 0 && c.ckpt_interval_l4 == 4 && c.keep_l4 == 3);
+    CHECK(c.segment_size == 65536 && c.block_size == 512 && c.persistence == CRPM_PERSIST_MSYNC);
+
+    CHECK(parse("[basic]\nckpt_dir=/d\n[advanced]\nsegment_size=2M\nblock_size=1k\npersistence=pmem\n", &c) == 0);
+    CHECK(c.segment_size == 2u << 20 && c.block_size == 1024 && c.persistence == CRPM_PERSIST_PMEM);
+    CHECK(parse("[basic]\nckpt_dir=/d\n[advanced]\nsegment_size=1G\n", &c) == 0 && c.segment_size == 1u << 30);
+    CHECK(parse("[basic]\nckpt_dir=/d\nkeep_last_ckpt=off\n", &c) == 0 && c.keep_last_ckpt == 0);
+
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nckpt_intervall = 3\n", "t.ini, line 3: unknown key 'ckpt_intervall'"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nckpt_interval = -1\n", "line 3: bad value '-1' for ckpt_interval"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nckpt_interval = 3x\n", "line 3: bad value '3x'"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nckpt_interval_s = fast\n", "line 3: bad value 'fast'"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nkeep_last_ckpt = 2\n", "line 3: bad value '2' for keep_last_ckpt"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nkeep_l4 = 0\n", "line 3: bad value '0' for keep_l4"));
+    CHECK(fails_with("[basic]\nckpt_dir =\n", "line 2: bad value '' for ckpt_dir"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\njob_name = ..\n", "line 3: bad value '..' for job_name"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\n[advanced]\nblock_size = 100\n", "line 4: bad value '100'"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\n[advanced]\nsegment_size = 4M4\n", "line 4: bad value '4M4'"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\n[advanced]\nsegment_size = 4K\nblock_size = 8K\n",
+                     "line 5: block_size 8192 exceeds segment_size 4096"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\n[advanced\n", "line 3: syntax error"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\njob_name\n", "line 3: syntax error"));
+    CHECK(fails_with("\n\n[basic]\nckpt_dir = /d\nverbosity = 1\nverbosity = 2\n",
+                     "line 6: duplicate key 'verbosity' (first set on line 5)"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\n[Basic]\nx=1\n", "line 4: unknown section [Basic]"));
+    CHECK(fails_with("[advanced]\nsegment_size = 4K\n", "t.ini: required key ckpt_dir missing"));
+    /* the first error is the one reported */
+    CHECK(fails_with("[basic]\nfoo = 1\nbar\n", "line 2: unknown key 'foo'"));
+    CHECK(fails_with("[basic]\nbar\nfoo = 1\n", "line 2: syntax error"));
+
+    setenv("CRPM_CKPT_DIR", "/from/env", 1);
+    setenv("CRPM_JOB_NAME", "envjob", 1);
+    CHECK(parse("[basic]\nckpt_dir = /d\njob_name = j\n", &c) == 0);
+    CHECK(strcmp(c.ckpt_dir, "/from/env") == 0 && strcmp(c.job_name, "envjob") == 0);
+    CHECK(parse("[basic]\nverbosity = 0\n", &c) == 0 && strcmp(c.ckpt_dir, "/from/env") == 0);
+    setenv("CRPM_JOB_NAME", "a b", 1);
+    CHECK(fails_with("[basic]\n", "environment CRPM_JOB_NAME='a b'"));
+    unsetenv("CRPM_CKPT_DIR");
+    unsetenv("CRPM_JOB_NAME");
+
+    if (argc > 1)
+        check_examples(argv[1]);
+    char *text = NULL;
+    size_t len;
+    CHECK(crpm_config_read_file("/nonexistent/x.ini", &text, &len) == CRPM_ERR_CONFIG);
+    CHECK(strstr(crpm_last_error(), "/nonexistent/x.ini: cannot open") != NULL);
+
+    printf("config_test: %d checks, %d failed\n", checks, failures);
+    return failures != 0;
+}
