@@ -22,6 +22,7 @@
 #include "config.h"
 #include "crpm.h"
 #include "engine.h"
+#include "full.h"
 #ifdef CRPM_HAVE_HDF5
 #include "level4.h"
 #endif
@@ -61,7 +62,7 @@ typedef struct region {
     void *ptr;
 } region;
 
-enum source { SRC_NONE, SRC_L1, SRC_L4 };
+enum source { SRC_NONE, SRC_L1, SRC_L4, SRC_FULL };
 
 static struct {
     int initialized;
@@ -77,6 +78,7 @@ static struct {
     int recovered;       /* snapshot must not recover a second time */
     int broken;          /* a failed rollback left the container state unknown */
     uint64_t last_id;    /* last checkpoint id (snapshot numbers from here) */
+    uint64_t full_id;    /* method = full: the agreed checkpoint file id */
     char l4_path[CRPM_CFG_PATH_MAX + 256];
     region *regions;
     int nregions, cap_regions;
@@ -656,6 +658,57 @@ static int decide_restart(void)
     return rc;
 }
 
+/* method = full: the newest checkpoint id that every rank has a file of.
+ * Each rank keeps its previous file until all have written the next one, so
+ * the two newest ids of every rank always contain a common one. */
+static int decide_full_restart(void)
+{
+    if (g.source != SRC_NONE)
+        return agree(crpm_error(CRPM_ERR_CONFIG, "crpm_init: job '%s' has differential checkpoints; "
+                                "method = full cannot restart from them", g.cfg.job_name), "crpm_init");
+    int64_t mine[2], *all = malloc(sizeof(int64_t) * 2 * (size_t)g.nranks);
+    if (!all)
+        return agree(crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory"), "crpm_init");
+    crpm_full_newest(g.job_dir, g.rank, mine);
+    int mrc = MPI_Allgather(mine, 2, MPI_INT64_T, all, 2, MPI_INT64_T, g.comm);
+    if (mrc != MPI_SUCCESS) {
+        free(all);
+        return mpi_fail(mrc, "crpm_init: MPI_Allgather");
+    }
+    int64_t best = -1;
+    int any = 0;
+    for (int k = 0; k < 2; k++) {
+        int64_t cand = all[k];
+        int everywhere = cand >= 0;
+        for (int r = 0; r < g.nranks && everywhere; r++)
+            everywhere = all[2 * r] == cand || all[2 * r + 1] == cand;
+        if (everywhere && cand > best)
+            best = cand;
+    }
+    for (int r = 0; r < g.nranks; r++)
+        any |= all[2 * r] >= 0;
+    free(all);
+    if (best >= 0) {
+        g.status = CRPM_STATUS_L1;
+        g.source = SRC_FULL;
+        g.full_id = (uint64_t)best;
+        g.last_id = (uint64_t)best;
+        return CRPM_SUCCESS;
+    }
+    if (any)
+        return crpm_error(CRPM_ERR_EPOCH, "crpm_init: the ranks' full checkpoint files have no common id");
+    return CRPM_SUCCESS;
+}
+
+static crpm_full_region *full_regions(void)
+{
+    crpm_full_region *r = calloc((size_t)g.nregions + 1, sizeof *r);
+    for (int i = 0; r && i < g.nregions; i++)
+        r[i] = (crpm_full_region){g.regions[i].id, g.regions[i].type_code, g.regions[i].elem_size,
+                                  g.regions[i].count, g.regions[i].ptr};
+    return r;
+}
+
 int crpm_init(const char *config_file, MPI_Comm comm)
 {
     const char *fn = "crpm_init";
@@ -726,6 +779,8 @@ int crpm_init(const char *config_file, MPI_Comm comm)
     }
     if (rc == 0)
         rc = decide_restart();
+    if (rc == 0 && g.cfg.method == CRPM_METHOD_FULL)
+        rc = decide_full_restart();
     if (rc != 0) {
         report(rc, fn);
         reset_state();
@@ -800,6 +855,7 @@ int crpm_recover(void)
     const char *fn = "crpm_recover";
     if (!g.initialized)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_recover: call crpm_init first"), fn);
+    double t0 = now();
     int rc;
     if (g.broken)
         rc = crpm_error(CRPM_ERR_STATE, "crpm_recover: an earlier failed checkpoint left the container in an "
@@ -809,7 +865,12 @@ int crpm_recover(void)
                         g.cfg.job_name);
     else if (g.source == SRC_L1)
         rc = crpm_container_recover(g.c);
-    else {
+    else if (g.source == SRC_FULL) {
+        crpm_full_region *r = full_regions();
+        rc = r ? crpm_full_read(g.job_dir, g.rank, g.full_id, g.nregions, r)
+               : crpm_error(CRPM_ERR_NOMEM, "crpm_recover: out of memory");
+        free(r);
+    } else {
 #ifdef CRPM_HAVE_HDF5
         crpm_l4_region *r = l4_regions();
         rc = r ? crpm_l4_read(g.comm, g.l4_path, g.nregions, r)
@@ -824,6 +885,19 @@ int crpm_recover(void)
     if (rc != 0)
         return report(rc, fn);
     g.recovered = 1;
+    if (g.cfg.verbosity >= 2) {
+        double mine[2] = {now() - t0, 0}, mx[2];
+        for (int i = 0; i < g.nregions; i++)
+            mine[1] += (double)(g.regions[i].elem_size * g.regions[i].count);
+        if (MPI_Allreduce(mine, mx, 2, MPI_DOUBLE, MPI_MAX, g.comm) == MPI_SUCCESS && g.rank == 0) {
+            char b[32];
+            fmt_size(b, sizeof b, mx[1]);
+            printf("[crpm] recovered checkpoint %llu (%s): %s per rank in %.4f s (%.2f GB/s per rank)\n",
+                   (unsigned long long)g.last_id, g.source == SRC_L4 ? "L4" : g.source == SRC_FULL ? "full" : "L1",
+                   b, mx[0], mx[0] > 0 ? mx[1] / mx[0] / 1e9 : 0.0);
+            fflush(stdout);
+        }
+    }
     return CRPM_SUCCESS;
 }
 
@@ -851,7 +925,18 @@ int crpm_checkpoint(int id, int level)
     crpm_stats_t st;
     memset(&st, 0, sizeof st);
     uint64_t before = crpm_container_epoch(g.c);
-    if (rc == 0) {
+    int full = g.cfg.method == CRPM_METHOD_FULL;
+    if (rc == 0 && full && id < 0)
+        rc = crpm_error(CRPM_ERR_INVAL, "crpm_checkpoint(%d): method = full needs ids >= 0", id);
+    if (rc == 0 && full) {
+        crpm_full_region *r = full_regions();
+        rc = r ? crpm_full_write(g.job_dir, g.rank, (uint64_t)id, g.nregions, r, &st.bytes_written)
+               : crpm_error(CRPM_ERR_NOMEM, "crpm_checkpoint: out of memory");
+        free(r);
+        for (int i = 0; i < g.nregions; i++)
+            st.protected_bytes += g.regions[i].elem_size * g.regions[i].count;
+        st.drains = 1;
+    } else if (rc == 0) {
         g.ckpt_count++;
         rc = crpm_container_checkpoint(g.c, (uint64_t)(int64_t)id, &st);
     }
@@ -870,9 +955,13 @@ int crpm_checkpoint(int id, int level)
             g.broken = 1;
         return report(rc, fn);
     }
-    g.source = SRC_L1;
+    g.source = full ? SRC_FULL : SRC_L1;
     g.last_id = (uint64_t)(int64_t)id;
     g.iters_since = 0;
+    if (full) { /* every rank has the new file: the older ones can go */
+        g.full_id = (uint64_t)id;
+        crpm_full_prune(g.job_dir, g.rank, (uint64_t)id);
+    }
 
 #ifdef CRPM_HAVE_HDF5
     if (level == CRPM_L4) {
@@ -965,6 +1054,7 @@ int crpm_finalize(void)
             snprintf(tmp, sizeof tmp, "%s.tmp", g.path);
             rc = unlink_quiet(g.path);
             unlink_quiet(tmp);
+            crpm_full_remove(g.job_dir, g.rank);
             rc = agree(rc, fn);
         }
         if (rc == 0 && g.rank == 0) {

@@ -19,7 +19,7 @@
 enum key_id {
     K_CKPT_DIR, K_JOB_NAME, K_CKPT_INTERVAL, K_CKPT_INTERVAL_S, K_KEEP_LAST_CKPT, K_VERBOSITY,
     K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4,
-    K_SEGMENT_SIZE, K_BLOCK_SIZE, K_PERSISTENCE,
+    K_SEGMENT_SIZE, K_BLOCK_SIZE, K_PERSISTENCE, K_METHOD, K_CHANGE_TRACKING,
     K_COUNT
 };
 
@@ -38,6 +38,8 @@ static const struct key_desc {
     [K_SEGMENT_SIZE] = {"advanced", "segment_size"},
     [K_BLOCK_SIZE] = {"advanced", "block_size"},
     [K_PERSISTENCE] = {"advanced", "persistence"},
+    [K_METHOD] = {"advanced", "method"},
+    [K_CHANGE_TRACKING] = {"advanced", "change_tracking"},
 };
 
 typedef struct parse_ctx {
@@ -258,6 +260,24 @@ static int handler(void *user, const char *section, const char *name, const char
         else
             ok = 0;
         want = "auto, pmem or msync";
+        break;
+    case K_METHOD:
+        if (strcmp(value, "differential") == 0)
+            cfg->method = CRPM_METHOD_DIFFERENTIAL;
+        else if (strcmp(value, "full") == 0)
+            cfg->method = CRPM_METHOD_FULL;
+        else
+            ok = 0;
+        want = "differential or full";
+        break;
+    case K_CHANGE_TRACKING:
+        if (strcmp(value, "compare") == 0)
+            cfg->change_tracking = 0;
+        else if (strcmp(value, "pagemap") == 0)
+            cfg->change_tracking = 1;
+        else
+            ok = 0;
+        want = "compare or pagemap";
         break;
     }
     if (!ok) {

@@ -24,7 +24,13 @@ typedef struct crpm_config {
     uint64_t segment_size;              /* 0 = engine default */
     uint64_t block_size;                /* 0 = engine default */
     int persistence;                    /* enum crpm_persistence */
+    int method;                         /* CRPM_METHOD_*: differential container or full files */
+    int change_tracking;                /* 1: skip pages the kernel saw unwritten (pagemap) */
 } crpm_config;
+
+/* method = full writes FTI-level-1-style full files (lib/full.c): the
+ * baseline the differential engine is benchmarked against. */
+enum { CRPM_METHOD_DIFFERENTIAL = 0, CRPM_METHOD_FULL = 1 };
 
 /* Defaults for every key. */
 void crpm_config_defaults(crpm_config *cfg);
