@@ -280,10 +280,17 @@ static int open_container(const char *path, int create, crpm_container **out)
         .persistence = g.cfg.persistence,
         .backend = NULL,
         .create = create,
+        .change_tracking = g.cfg.change_tracking,
     };
     int rc = crpm_container_open(&o, out, NULL);
     if (rc == 0 && g.nkills)
         crpm_container_set_hook(*out, kill_hook, NULL);
+    const char *trk = rc == 0 ? crpm_container_tracking(*out) : NULL;
+    if (trk && strcmp(trk, "pagemap") != 0 && g.cfg.verbosity >= 1 && g.rank == 0) {
+        /* still exact, only slower: a warning, not an error */
+        fprintf(stderr, "[crpm rank 0] change_tracking = pagemap unavailable, comparing every block: %s\n", trk);
+        fflush(stderr);
+    }
     return rc;
 }
 

@@ -6,11 +6,19 @@
  * changed segment is written into the OTHER copy, block by block where that
  * copy differs, so the committed copy is never touched however long the
  * segment stayed clean.  Data and the next metadata slot are persisted with
- * one fence, then the commit word flips the epoch with a second one. */
+ * one fence, then the commit word flips the epoch with a second one.
+ *
+ * With a page-write tracker (change_tracking = pagemap) only blocks on pages
+ * the kernel saw written are compared: a segment with none keeps its copy
+ * untouched, and in a changed segment the other copy is compared only where
+ * it may be stale, i.e. on blocks written now or when the committed copy was
+ * last brought up to date (the `stale` bitmap). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "container.h"
+#include "track.h"
 
 static double mono(void)
 {
@@ -54,10 +62,20 @@ int crpm_container_protect(crpm_container *c, int32_t id, void *ptr, uint64_t co
         memset(r, 0, sizeof *r);
         r->id = id;
     }
+    if (r->p_count * r->p_elem_size != count * elem_size)
+        r->stale_valid = 0;
+    /* another buffer (double buffering, realloc) may hold other data on pages
+     * that were not written since the last scan */
+    if (r->ptr != ptr || r->p_count * r->p_elem_size != count * elem_size)
+        r->rescan_all = 1;
     r->ptr = ptr;
     r->p_count = count;
     r->p_elem_size = elem_size;
     r->p_type_code = type_code;
+    /* memory the kernel will not track is simply compared */
+    r->tracked = c->trk && count && crpm_tracker_add(c->trk, ptr, count * elem_size) == 0;
+    if (c->trk && !r->tracked)
+        crpm_error(0, "%s", "");
     return CRPM_SUCCESS;
 }
 
@@ -128,8 +146,20 @@ static void write_run(crpm_container *c, char *dst, const char *src, size_t len,
     st->blocks += (len + blk - 1) / blk;
 }
 
-/* Brings the copy that does not hold the committed state up to date. */
-static int write_segment(crpm_container *c, crpm_seg *s, const char *src, uint64_t len, ck_stats *st)
+static inline int bit(const uint64_t *m, uint64_t i) { return (int)((m[i / 64] >> (i % 64)) & 1); }
+
+static void set_bits(uint64_t *m, uint64_t from, uint64_t to, int v)
+{
+    for (uint64_t i = from; i < to; i++) {
+        if (v) m[i / 64] |= 1ull << (i % 64);
+        else m[i / 64] &= ~(1ull << (i % 64));
+    }
+}
+
+/* Brings the copy that does not hold the committed state up to date.  With a
+ * mask (tracked regions), blocks outside it are known equal and skipped. */
+static int write_segment(crpm_container *c, crpm_seg *s, const char *src, uint64_t len, ck_stats *st,
+                         const uint64_t *mask, uint64_t mask_first)
 {
     uint64_t blk = c->sb.block_size;
     int other = s->state == 1 ? 1 : 0;   /* state 0 (new) -> copy 0 */
@@ -150,9 +180,11 @@ static int write_segment(crpm_container *c, crpm_seg *s, const char *src, uint64
         return rc;
     char *dst = crpm_seg_addr(c, s->phys[other]);
     uint64_t run = 0, start = 0;
-    for (uint64_t off = 0; off < len; off += blk) {
+    for (uint64_t off = 0, b = mask_first; off < len; off += blk, b++) {
         uint64_t n = len - off < blk ? len - off : blk;
-        if (block_differs(src + off, dst + off, n)) {
+        int cmp = !mask || bit(mask, b);
+        st->compared += cmp ? n : 0;
+        if (cmp && block_differs(src + off, dst + off, n)) {
             if (!run) start = off;
             run += n;
         } else if (run) {
@@ -162,27 +194,192 @@ static int write_segment(crpm_container *c, crpm_seg *s, const char *src, uint64
     }
     if (run)
         write_run(c, dst + start, src + start, run, blk, st);
-    st->compared += len;
     s->state = (uint32_t)other + 1;
     return CRPM_SUCCESS;
 }
 
+/* ---- change tracking ------------------------------------------------------ */
+
+typedef struct span {
+    uintptr_t lo, hi;
+} span;
+
+typedef struct span_list {
+    span *v;
+    size_t n, cap;
+    int oom;
+} span_list;
+
+static void span_push(span_list *l, uintptr_t lo, uintptr_t hi);
+
+/* appends; spans arrive in increasing order, so touching ones coalesce */
+static void span_add(span_list *l, uintptr_t lo, uintptr_t hi)
+{
+    if (l->n && l->v[l->n - 1].hi >= lo) {
+        if (hi > l->v[l->n - 1].hi) l->v[l->n - 1].hi = hi;
+        return;
+    }
+    span_push(l, lo, hi);
+}
+
+/* appends without coalescing (the list is sorted afterwards) */
+static void span_push(span_list *l, uintptr_t lo, uintptr_t hi)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        span *v = realloc(l->v, cap * sizeof *v);
+        if (!v) {
+            l->oom = 1;
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (span){lo, hi};
+}
+
+typedef struct scan_ctx {
+    span_list *out;
+    uintptr_t base;
+} scan_ctx;
+
+static void on_written(void *arg, size_t off, size_t len)
+{
+    scan_ctx *x = arg;
+    span_add(x->out, x->base + off, x->base + off + len);
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+static int region_tracked(const crpm_container *c, const crpm_region *r)
+{
+    return c->trk && r->tracked && r->p_elem_size && r->p_count;
+}
+
+/* One scan over the union of all tracked arrays: arrays may share pages, and
+ * a scan clears the pages it reports, so scanning array by array would let
+ * the first array's scan swallow writes to the second.  Fills every tracked
+ * region's wbits (blocks written since the last checkpoint). */
+static void scan_all(crpm_container *c)
+{
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    span_list want = {0}, got = {0};
+    for (int i = 0; i < c->nregions; i++) {
+        crpm_region *r = &c->regions[i];
+        if (!region_tracked(c, r))
+            continue;
+        uintptr_t lo = (uintptr_t)r->ptr & ~(pg - 1);
+        uintptr_t hi = ((uintptr_t)r->ptr + r->p_count * r->p_elem_size + pg - 1) & ~(pg - 1);
+        span_push(&want, lo, hi);
+    }
+    if (want.n) {
+        qsort(want.v, want.n, sizeof *want.v, cmp_span);
+        size_t m = 0; /* merge overlapping page ranges */
+        for (size_t i = 1; i < want.n; i++) {
+            if (want.v[i].lo <= want.v[m].hi) {
+                if (want.v[i].hi > want.v[m].hi) want.v[m].hi = want.v[i].hi;
+            } else {
+                want.v[++m] = want.v[i];
+            }
+        }
+        want.n = m + 1;
+    }
+    for (size_t i = 0; i < want.n && !want.oom; i++) {
+        scan_ctx x = {&got, want.v[i].lo};
+        if (crpm_tracker_scan(c->trk, (void *)want.v[i].lo, want.v[i].hi - want.v[i].lo, on_written, &x) != 0)
+            span_add(&got, want.v[i].lo, want.v[i].hi); /* the tracker's advice: all of it */
+    }
+    crpm_error(0, "%s", "");
+    uint64_t blk = c->sb.block_size;
+    for (int i = 0; i < c->nregions; i++) {
+        crpm_region *r = &c->regions[i];
+        r->scanned = 0;
+        if (!region_tracked(c, r))
+            continue;
+        uint64_t bytes = r->p_count * r->p_elem_size, nblocks = (bytes + blk - 1) / blk, words = (nblocks + 63) / 64;
+        if (words > r->bits_cap) {
+            uint64_t *w = realloc(r->wbits, words * 8), *st;
+            if (w) r->wbits = w;
+            st = w ? realloc(r->stale, words * 8) : NULL;
+            if (st) r->stale = st;
+            if (!w || !st)
+                continue; /* no memory for bitmaps: this region is compared whole */
+            r->bits_cap = words;
+            r->stale_valid = 0;
+        }
+        uintptr_t lo = (uintptr_t)r->ptr, hi = lo + bytes;
+        if (r->rescan_all || want.oom || got.oom) {
+            memset(r->wbits, 0xff, words * 8);
+        } else {
+            memset(r->wbits, 0, words * 8);
+            size_t a = 0, b = got.n; /* first span ending after lo */
+            while (a < b) {
+                size_t mid = (a + b) / 2;
+                if (got.v[mid].hi <= lo) a = mid + 1; else b = mid;
+            }
+            for (size_t k = a; k < got.n && got.v[k].lo < hi; k++) {
+                uintptr_t s0 = got.v[k].lo > lo ? got.v[k].lo : lo, s1 = got.v[k].hi < hi ? got.v[k].hi : hi;
+                set_bits(r->wbits, (s0 - lo) / blk, (s1 - lo + blk - 1) / blk, 1);
+            }
+        }
+        if (!r->stale_valid)
+            memset(r->stale, 0xff, words * 8);
+        r->rescan_all = 1; /* until this checkpoint commits, the report is in flight */
+        r->scanned = 1;
+    }
+    free(want.v);
+    free(got.v);
+}
+
 static int checkpoint_region(crpm_container *c, crpm_region *r, crpm_seg *segs, ck_stats *st)
 {
-    uint64_t seg = c->sb.segment_size, bytes = r->p_count * r->p_elem_size;
+    uint64_t seg = c->sb.segment_size, blk = c->sb.block_size, bytes = r->p_count * r->p_elem_size;
+    uint64_t bps = seg / blk;
     const char *base = r->ptr;
+    int tracked = r->scanned;
     for (uint64_t k = 0, off = 0; off < bytes; k++, off += seg) {
         uint64_t len = bytes - off < seg ? bytes - off : seg;
+        uint64_t b0 = k * bps, b1 = b0 + (len + blk - 1) / blk;
         crpm_seg *s = &segs[k];
+        if (s->state && tracked) {
+            /* unchanged unless a written block differs from the committed copy */
+            const char *cur = crpm_seg_addr(c, s->phys[s->state - 1]);
+            int changed = 0;
+            for (uint64_t b = b0; b < b1 && !changed; b++)
+                if (bit(r->wbits, b)) {
+                    uint64_t o = (b - b0) * blk, n = len - o < blk ? len - o : blk;
+                    st->compared += n;
+                    changed = block_differs(base + off + o, cur + o, n);
+                }
+            if (!changed)
+                continue;
+            /* the other copy may lack blocks written now or last time */
+            for (uint64_t b = b0; b < b1; b++)
+                if (bit(r->wbits, b))
+                    r->stale[b / 64] |= 1ull << (b % 64);
+            int rc = write_segment(c, s, base + off, len, st, r->stale, b0);
+            if (rc)
+                return rc;
+            /* the copy just left behind lacks exactly what was written now */
+            for (uint64_t b = b0; b < b1; b++)
+                set_bits(r->stale, b, b + 1, bit(r->wbits, b));
+            continue;
+        }
         if (s->state) {
             const char *cur = crpm_seg_addr(c, s->phys[s->state - 1]);
             st->compared += len;
             if (memcmp(base + off, cur, len) == 0)
                 continue; /* unchanged: keeps its committed copy */
         }
-        int rc = write_segment(c, s, base + off, len, st);
+        int rc = write_segment(c, s, base + off, len, st, NULL, 0);
         if (rc)
             return rc;
+        if (tracked)
+            set_bits(r->stale, b0, b1, 1); /* only one copy, or unknown */
     }
     return CRPM_SUCCESS;
 }
@@ -229,6 +426,8 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
     if (rc == 0 && fresh)
         rc = reserve_phys(c, fresh);
     ck_stats st = {0, 0, 0};
+    if (rc == 0 && c->trk)
+        scan_all(c);
     for (int i = 0; i < c->nregions && rc == 0; i++)
         if (c->regions[i].p_elem_size)
             rc = checkpoint_region(c, &c->regions[i], segs[i], &st);
@@ -245,6 +444,8 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
             free(segs[i]);
         free(segs);
         crpm_mark_used(c); /* forget allocations of the failed attempt */
+        for (int i = 0; i < c->nregions; i++)
+            c->regions[i].stale_valid = 0; /* the other copies were partly rewritten */
         return rc;
     }
 
@@ -256,10 +457,16 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
         r->segs = NULL;
         if (!r->p_elem_size) {
             free(segs[i]);
+            free(r->wbits);
+            free(r->stale);
             continue;
         }
         r->saved = 1;
         r->segs = segs[i];
+        if (c->trk && r->tracked) {
+            r->stale_valid = 1;
+            r->rescan_all = 0;
+        }
         r->type_code = r->p_type_code;
         r->elem_size = r->p_elem_size;
         r->count = r->p_count;

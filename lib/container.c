@@ -11,6 +11,7 @@
 #include <zlib.h>
 #include "container.h"
 #include "persist_file.h"
+#include "track.h"
 
 static uint64_t now_ns(void)
 {
@@ -73,8 +74,11 @@ static uint64_t nsegs_for(uint64_t bytes, uint64_t seg)
 
 void crpm_free_regions(crpm_container *c)
 {
-    for (int i = 0; i < c->nregions; i++)
+    for (int i = 0; i < c->nregions; i++) {
         free(c->regions[i].segs);
+        free(c->regions[i].wbits);
+        free(c->regions[i].stale);
+    }
     free(c->regions);
     c->regions = NULL;
     c->nregions = c->cap_regions = 0;
@@ -295,6 +299,14 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
         merged[j].p_type_code = old->p_type_code;
         merged[j].p_elem_size = old->p_elem_size;
         merged[j].p_count = old->p_count;
+        /* the registration stays; what the copies hold is now unknown */
+        merged[j].tracked = old->tracked;
+        merged[j].wbits = old->wbits;
+        merged[j].stale = old->stale;
+        merged[j].bits_cap = old->bits_cap;
+        merged[j].stale_valid = 0;
+        merged[j].rescan_all = 1;
+        old->wbits = old->stale = NULL;
     }
     crpm_free_regions(c);
     c->regions = merged;
@@ -495,6 +507,7 @@ int crpm_container_open(const crpm_open_opts *o, crpm_container **out, int *crea
         free(c);
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     }
+    c->want_tracking = o->change_tracking;
     c->media.ops = o->backend ? o->backend : crpm_backend_for(o->persistence);
     int rc;
     struct stat st;
@@ -529,6 +542,11 @@ int crpm_container_open(const crpm_open_opts *o, crpm_container **out, int *crea
     if (rc)
         goto fail;
     compute_prev(c);
+    if (o->change_tracking && crpm_tracker_open(&c->trk) != 0) {
+        c->trk = NULL; /* compare everything: always exact */
+        snprintf(c->track_msg, sizeof c->track_msg, "%s", crpm_last_error());
+        crpm_error(0, "%s", "");
+    }
     *out = c;
     return CRPM_SUCCESS;
 fail:
@@ -549,6 +567,8 @@ int crpm_container_close(crpm_container *c)
         return CRPM_SUCCESS;
     if (c->media.base)
         c->media.ops->unmap(&c->media);
+    if (c->trk)
+        crpm_tracker_close(c->trk);
     crpm_free_regions(c);
     free(c->used);
     free(c->reserved);
@@ -563,6 +583,13 @@ uint64_t crpm_container_user_id(const crpm_container *c) { return c->user_id; }
 crpm_media *crpm_container_media(crpm_container *c) { return &c->media; }
 uint64_t crpm_container_segment_size(const crpm_container *c) { return c->sb.segment_size; }
 uint64_t crpm_container_block_size(const crpm_container *c) { return c->sb.block_size; }
+
+const char *crpm_container_tracking(const crpm_container *c)
+{
+    if (c->trk)
+        return "pagemap";
+    return c->want_tracking ? c->track_msg : NULL;
+}
 
 void crpm_container_set_hook(crpm_container *c, crpm_hook_fn fn, void *arg)
 {

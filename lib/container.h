@@ -24,6 +24,14 @@ typedef struct crpm_region {
     int32_t p_type_code;
     uint64_t p_elem_size;
     uint64_t p_count;
+    /* change tracking (volatile, only with a tracker) */
+    int tracked;             /* ptr..ptr+bytes is registered with the tracker */
+    int stale_valid;         /* stale describes the two copies */
+    int rescan_all;          /* a scan's report was lost: treat every block as written */
+    int scanned;             /* wbits holds this checkpoint's scan */
+    uint64_t *wbits;         /* blocks reported written by this checkpoint's scan */
+    uint64_t *stale;         /* blocks where the two NVM copies may differ */
+    uint64_t bits_cap;       /* words in wbits and stale */
 } crpm_region;
 
 struct crpm_container {
@@ -41,6 +49,9 @@ struct crpm_container {
     uint64_t used_cap;
     uint32_t *reserved;      /* per physical segment: bytes known to have storage */
     uint64_t hint;           /* where the next free-segment search starts */
+    struct crpm_tracker *trk; /* NULL: compare every block */
+    int want_tracking;
+    char track_msg[256];      /* why tracking was not available */
     crpm_hook_fn hook;
     void *hook_arg;
 };

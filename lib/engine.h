@@ -22,6 +22,7 @@ typedef struct crpm_open_opts {
     const crpm_backend *backend; /* overrides persistence (tests: &crpm_backend_sim) */
     int create;                /* 1: create if missing; 0: must exist */
     uint64_t slot_size;        /* bytes per metadata slot on create; 0 = room for 64 GiB */
+    int change_tracking;       /* 1: compare only pages the kernel saw written (track.h) */
 } crpm_open_opts;
 
 /* Hook points for tests (process-kill injection). */
@@ -70,6 +71,9 @@ void crpm_container_set_hook(crpm_container *c, crpm_hook_fn fn, void *arg);
 crpm_media *crpm_container_media(crpm_container *c);
 uint64_t crpm_container_segment_size(const crpm_container *c);
 uint64_t crpm_container_block_size(const crpm_container *c);
+/* NULL: change tracking not asked for; "pagemap": active; otherwise the
+ * reason it is not available (every block is compared instead). */
+const char *crpm_container_tracking(const crpm_container *c);
 
 /* Error reporting shared by all layers: sets this thread's detailed message
  * and returns code. */

@@ -24,6 +24,8 @@ typedef struct region {
     int32_t id;
     char *buf;
     uint64_t bytes;
+    char *spare; /* an older buffer of the array, for double-buffer swaps */
+    uint64_t spare_bytes;
 } region;
 
 static snap refs[MAXE + 1];
@@ -32,6 +34,7 @@ static uint64_t images, failures, rng_img;
 static char img_path[256];
 static char *img;
 static int mid_checkpoint;
+static int track; /* run the workloads with change_tracking = pagemap */
 
 static void free_snap(snap *s)
 {
@@ -164,13 +167,24 @@ static void mutate(uint64_t *s, region *r, int k)
                     uint64_t n = refs[k - 2].bytes[i] < r->bytes ? refs[k - 2].bytes[i] : r->bytes;
                     memcpy(r->buf, refs[k - 2].data[i], n);
                 }
-    } else if (a < 92) { /* re-protect with a new pointer */
+    } else if (a < 89) { /* re-protect with a new pointer; the old buffer is kept as a spare */
         char *nb = malloc(r->bytes);
         memcpy(nb, r->buf, r->bytes);
-        free(r->buf);
+        if (!r->spare) {
+            r->spare = r->buf;
+            r->spare_bytes = r->bytes;
+        } else {
+            free(r->buf);
+        }
         r->buf = nb;
         if (rnd_below(s, 2))
             r->buf[rnd_below(s, r->bytes)] ^= 0x5a;
+    } else if (a < 95) { /* double buffering: back to the spare, untouched since it was left */
+        if (r->spare && r->spare_bytes == r->bytes) {
+            char *t = r->buf;
+            r->buf = r->spare;
+            r->spare = t;
+        }
     } else { /* shrink */
         r->bytes = rnd_below(s, r->bytes);
     }
@@ -187,10 +201,14 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
     crpm_sim_set_callback(on_drain, NULL);
     crpm_open_opts o = {.path = path, .segment_size = seg, .block_size = blk, .job_name = "sim",
                         .rank = 0, .nranks = 1, .backend = &crpm_backend_sim, .create = 1,
-                        .slot_size = 16384};
+                        .slot_size = 16384, .change_tracking = track};
     crpm_container *c;
     int rc = crpm_container_open(&o, &c, NULL);
     CHECK(rc == 0, "open: %s", crpm_last_error());
+    if (track && strcmp(crpm_container_tracking(c), "pagemap") != 0) {
+        printf("SKIP: change tracking not available: %s\n", crpm_container_tracking(c));
+        exit(77);
+    }
     region r[MAXR];
     memset(r, 0, sizeof r);
     int nr = 2 + (int)rnd_below(&s, 3);
@@ -207,8 +225,9 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
                 if (rnd_below(&s, 40) == 0 && nr > 1) { /* unprotect */
                     CHECK(crpm_container_unprotect(c, r[i].id) == 0, "unprotect");
                     free(r[i].buf);
+                    free(r[i].spare);
                     r[i].live = 0;
-                    r[i].buf = NULL;
+                    r[i].buf = r[i].spare = NULL;
                     nr--;
                     continue;
                 }
@@ -254,8 +273,10 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
         }
     crpm_container_close(c);
     crpm_sim_set_callback(NULL, NULL);
-    for (int i = 0; i < MAXR; i++)
+    for (int i = 0; i < MAXR; i++) {
         free(r[i].buf);
+        free(r[i].spare);
+    }
     unlink(path);
 }
 
@@ -263,6 +284,7 @@ int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     uint64_t min_images = argc > 2 ? strtoull(argv[2], NULL, 10) : 10000;
+    track = argc > 3 && strcmp(argv[3], "track") == 0;
     img = malloc(64u << 20);
     snprintf(img_path, sizeof img_path, "%s/sim-img-%d.crpm", dir, (int)getpid());
     rng_img = 12345;
@@ -279,7 +301,7 @@ int main(int argc, char **argv)
             break;
     }
     unlink(img_path);
-    printf("crash images checked: %llu in %d workloads, failures: %llu\n", (unsigned long long)images, runs,
-           (unsigned long long)failures);
+    printf("crash images checked: %llu in %d workloads%s, failures: %llu\n", (unsigned long long)images, runs,
+           track ? " (change tracking)" : "", (unsigned long long)failures);
     return failures ? 1 : 0;
 }
