@@ -6,7 +6,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${CRPM_BUILD_DIR:-$here/build}
 "$here/scripts/setup.sh" >/dev/null
-heat=$build/apps/examples/heat/heat
+heat=$build/apps/examples/heat/crpm_heat
 inspect=$build/apps/tools/crpm-inspect
 np=${CRPM_DEMO_NP:-4}
 mpiflags=()
@@ -34,8 +34,10 @@ set +e
 setsid bash -c 'exec mpirun "$@"' mpirun "${mpiflags[@]}" -np "$np" "$heat" "${args[@]}" > "$work/killed.out" 2>&1 &
 pid=$!
 sleep 2
-kill -KILL -- "-$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
+# Open MPI puts each rank in a process group of its own: kill the session
+pkill -KILL -s "$pid" 2>/dev/null
+{ wait "$pid"; } 2>/dev/null
+while pgrep -s "$pid" >/dev/null 2>&1; do sleep 0.1; done
 set -e
 cat "$work/killed.out"
 echo "(killed)"
