@@ -7,29 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "../engine/common.h" /* CHECK, rnd, rnd_below */
 #include "engine.h"
 #include "track.h"
 
 #define SKIP_CODE 77
-
-#define CHECK(cond, ...)                                                                                   \
-    do {                                                                                                   \
-        if (!(cond)) {                                                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);                      \
-            fprintf(stderr, __VA_ARGS__);                                                                  \
-            fprintf(stderr, "\n");                                                                         \
-            exit(1);                                                                                       \
-        }                                                                                                  \
-    } while (0)
-
-static inline uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull); /* splitmix64 */
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static inline uint64_t rnd_below(uint64_t *s, uint64_t n) { return n ? rnd(s) % n : 0; }
 
 static size_t PG;
 
