@@ -16,6 +16,7 @@
 #include "persist_file.h"
 
 #define MAX_RANGES 256
+#define MERGE_GAP (1u << 20)
 
 typedef struct file_state {
     char *path;
@@ -179,7 +180,9 @@ static void note_range(crpm_media *m, const void *addr, size_t n)
     size_t hi = ((size_t)((const char *)addr - m->base) + n + 4095) & ~(size_t)4095;
     if (fs->nranges) {
         size_t k = fs->nranges - 1;
-        if (lo <= fs->hi[k] && hi >= fs->lo[k]) { /* overlaps or touches the last one */
+        /* msync skips clean pages cheaply, a syscall per scattered block is
+         * not cheap: nearby ranges are merged across small gaps */
+        if (lo <= fs->hi[k] + MERGE_GAP && hi + MERGE_GAP >= fs->lo[k]) {
             if (lo < fs->lo[k]) fs->lo[k] = lo;
             if (hi > fs->hi[k]) fs->hi[k] = hi;
             return;
