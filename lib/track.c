@@ -165,6 +165,20 @@ static int uffd_register(crpm_tracker *t, uintptr_t s, uintptr_t e, uint64_t *io
     return rc;
 }
 
+/* Room for one more pending entry. */
+static int pend_reserve(crpm_tracker *t)
+{
+    if (t->npend < t->cap_pend)
+        return CRPM_SUCCESS;
+    size_t cap = t->cap_pend ? 2 * t->cap_pend : 16;
+    range *n = realloc(t->pend, cap * sizeof *n);
+    if (!n)
+        return crpm_error(CRPM_ERR_NOMEM, "tracker: out of memory");
+    t->pend = n;
+    t->cap_pend = cap;
+    return CRPM_SUCCESS;
+}
+
 /* Inserts [s,e) into the pending set, merging with overlapping/adjacent ones. */
 static int pend_add(crpm_tracker *t, uintptr_t s, uintptr_t e)
 {
@@ -183,14 +197,9 @@ static int pend_add(crpm_tracker *t, uintptr_t s, uintptr_t e)
     }
     /* entries [i,j) are replaced by one */
     if (i == j) {
-        if (t->npend == t->cap_pend) {
-            size_t cap = t->cap_pend ? 2 * t->cap_pend : 16;
-            range *n = realloc(t->pend, cap * sizeof *n);
-            if (!n)
-                return crpm_error(CRPM_ERR_NOMEM, "tracker: out of memory");
-            t->pend = n;
-            t->cap_pend = cap;
-        }
+        int rc = pend_reserve(t);
+        if (rc)
+            return rc;
         memmove(&t->pend[i + 1], &t->pend[i], (t->npend - i) * sizeof *t->pend);
         t->npend++;
     } else if (j > i + 1) {
@@ -207,14 +216,9 @@ static int pend_add(crpm_tracker *t, uintptr_t s, uintptr_t e)
  * reported again: harmless). */
 static int pend_cut(crpm_tracker *t, uintptr_t s, uintptr_t e)
 {
-    if (t->npend == t->cap_pend) {
-        size_t cap = t->cap_pend ? 2 * t->cap_pend : 16;
-        range *n = realloc(t->pend, cap * sizeof *n);
-        if (!n)
-            return crpm_error(CRPM_ERR_NOMEM, "tracker: out of memory");
-        t->pend = n;
-        t->cap_pend = cap;
-    }
+    int rc = pend_reserve(t);
+    if (rc)
+        return rc;
     size_t o = 0;
     range tail = {0, 0};
     for (size_t i = 0; i < t->npend; i++) {
