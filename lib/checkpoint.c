@@ -146,14 +146,42 @@ static void write_run(crpm_container *c, char *dst, const char *src, size_t len,
     st->blocks += (len + blk - 1) / blk;
 }
 
-static inline int bit(const uint64_t *m, uint64_t i) { return (int)((m[i / 64] >> (i % 64)) & 1); }
+/* Bits [from, to) of word w, as a mask. */
+static inline uint64_t word_mask(uint64_t w, uint64_t from, uint64_t to)
+{
+    uint64_t lo = from > w * 64 ? from - w * 64 : 0, hi = to < w * 64 + 64 ? to - w * 64 : 64;
+    uint64_t m = hi == 64 ? ~0ull : (1ull << hi) - 1;
+    return m & ~((1ull << lo) - 1);
+}
 
+/* Bitmap range operations, a word at a time: checkpoints walk millions of
+ * blocks, almost all of them clear. */
 static void set_bits(uint64_t *m, uint64_t from, uint64_t to, int v)
 {
-    for (uint64_t i = from; i < to; i++) {
-        if (v) m[i / 64] |= 1ull << (i % 64);
-        else m[i / 64] &= ~(1ull << (i % 64));
+    for (uint64_t w = from / 64; from < to && w <= (to - 1) / 64; w++) {
+        uint64_t k = word_mask(w, from, to);
+        m[w] = v ? m[w] | k : m[w] & ~k;
     }
+}
+
+/* dst[from,to) |= src[from,to) (copy = 0) or dst[from,to) = src[from,to). */
+static void merge_bits(uint64_t *dst, const uint64_t *src, uint64_t from, uint64_t to, int copy)
+{
+    for (uint64_t w = from / 64; from < to && w <= (to - 1) / 64; w++) {
+        uint64_t k = word_mask(w, from, to);
+        dst[w] = copy ? (dst[w] & ~k) | (src[w] & k) : dst[w] | (src[w] & k);
+    }
+}
+
+/* First set bit in [from, to), or `to`. */
+static uint64_t next_set(const uint64_t *m, uint64_t from, uint64_t to)
+{
+    for (uint64_t w = from / 64; from < to && w <= (to - 1) / 64; w++) {
+        uint64_t v = m[w] & word_mask(w, from, to);
+        if (v)
+            return w * 64 + (uint64_t)__builtin_ctzll(v);
+    }
+    return to;
 }
 
 /* Brings the copy that does not hold the committed state up to date.  With a
@@ -179,12 +207,20 @@ static int write_segment(crpm_container *c, crpm_seg *s, const char *src, uint64
     if (rc)
         return rc;
     char *dst = crpm_seg_addr(c, s->phys[other]);
-    uint64_t run = 0, start = 0;
-    for (uint64_t off = 0, b = mask_first; off < len; off += blk, b++) {
-        uint64_t n = len - off < blk ? len - off : blk;
-        int cmp = !mask || bit(mask, b);
-        st->compared += cmp ? n : 0;
-        if (cmp && block_differs(src + off, dst + off, n)) {
+    uint64_t run = 0, start = 0, nblocks = (len + blk - 1) / blk;
+    for (uint64_t i = 0; i < nblocks; i++) {
+        if (mask) { /* jump over blocks known equal */
+            uint64_t j = next_set(mask, mask_first + i, mask_first + nblocks) - mask_first;
+            if (j != i && run) {
+                write_run(c, dst + start, src + start, run, blk, st);
+                run = 0;
+            }
+            if ((i = j) == nblocks)
+                break;
+        }
+        uint64_t off = i * blk, n = len - off < blk ? len - off : blk;
+        st->compared += n;
+        if (block_differs(src + off, dst + off, n)) {
             if (!run) start = off;
             run += n;
         } else if (run) {
@@ -349,24 +385,20 @@ static int checkpoint_region(crpm_container *c, crpm_region *r, crpm_seg *segs, 
             /* unchanged unless a written block differs from the committed copy */
             const char *cur = crpm_seg_addr(c, s->phys[s->state - 1]);
             int changed = 0;
-            for (uint64_t b = b0; b < b1 && !changed; b++)
-                if (bit(r->wbits, b)) {
-                    uint64_t o = (b - b0) * blk, n = len - o < blk ? len - o : blk;
-                    st->compared += n;
-                    changed = block_differs(base + off + o, cur + o, n);
-                }
+            for (uint64_t b = next_set(r->wbits, b0, b1); b < b1 && !changed; b = next_set(r->wbits, b + 1, b1)) {
+                uint64_t o = (b - b0) * blk, n = len - o < blk ? len - o : blk;
+                st->compared += n;
+                changed = block_differs(base + off + o, cur + o, n);
+            }
             if (!changed)
                 continue;
             /* the other copy may lack blocks written now or last time */
-            for (uint64_t b = b0; b < b1; b++)
-                if (bit(r->wbits, b))
-                    r->stale[b / 64] |= 1ull << (b % 64);
+            merge_bits(r->stale, r->wbits, b0, b1, 0);
             int rc = write_segment(c, s, base + off, len, st, r->stale, b0);
             if (rc)
                 return rc;
             /* the copy just left behind lacks exactly what was written now */
-            for (uint64_t b = b0; b < b1; b++)
-                set_bits(r->stale, b, b + 1, bit(r->wbits, b));
+            merge_bits(r->stale, r->wbits, b0, b1, 1);
             continue;
         }
         if (s->state) {

@@ -222,7 +222,7 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
     for (int k = 1; k <= nepochs; k++) {
         for (int i = 0; i < MAXR; i++) {
             if (r[i].live) {
-                if (rnd_below(&s, 40) == 0 && nr > 1) { /* unprotect */
+                if (k > 1 && rnd_below(&s, 40) == 0 && nr > 1) { /* unprotect (protected since epoch 1) */
                     CHECK(crpm_container_unprotect(c, r[i].id) == 0, "unprotect");
                     free(r[i].buf);
                     free(r[i].spare);
