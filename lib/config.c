@@ -188,7 +188,7 @@ static int handler(void *user, const char *section, const char *name, const char
     }
     ctx->key_line[k] = ctx->line;
 
-    long l;
+    long l = 0;
     int ok = 1;
     const char *want = "";
     switch (k) {
