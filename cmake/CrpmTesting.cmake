@@ -8,6 +8,12 @@ if(_crpm_mpiexec_version MATCHES "Open MPI|OpenRTE" AND CRPM_MPIEXEC_PREFLAGS ST
 endif()
 set(CRPM_MPIEXEC_FLAGS ${MPIEXEC_PREFLAGS} ${CRPM_MPIEXEC_PREFLAGS})
 string(REPLACE ";" " " CRPM_MPIEXEC_FLAGS_STR "${CRPM_MPIEXEC_FLAGS}")
+# Open MPI never unlinks the shared-memory files of a killed job; the crash
+# tests kill hundreds of ranks, so those files go to the build tree instead of
+# filling /dev/shm (the crash driver puts them in each trial's directory).
+set(CRPM_OMPI_SHM_DIR ${CMAKE_BINARY_DIR}/ompi-shm)
+file(MAKE_DIRECTORY ${CRPM_OMPI_SHM_DIR})
+
 find_program(CRPM_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(NOT CRPM_PYTHON3)
   find_program(CRPM_PYTHON3 NAMES python3 REQUIRED)
@@ -21,7 +27,8 @@ function(crpm_add_mpi_test)
   endif()
   add_test(NAME ${T_NAME}
            COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${T_NP} ${CRPM_MPIEXEC_FLAGS} ${T_COMMAND})
-  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "mpi;${T_LABELS}")
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "mpi;${T_LABELS}"
+    ENVIRONMENT "OMPI_MCA_btl_vader_backing_directory=${CRPM_OMPI_SHM_DIR}")
 endfunction()
 
 # crpm_add_script_test(NAME name TIMEOUT s COMMAND args...): a driver script
@@ -33,5 +40,5 @@ function(crpm_add_script_test)
   endif()
   add_test(NAME ${T_NAME} COMMAND ${T_COMMAND})
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
-    ENVIRONMENT "CRPM_MPIEXEC=${MPIEXEC_EXECUTABLE};CRPM_MPIEXEC_FLAGS=${CRPM_MPIEXEC_FLAGS_STR};CRPM_PYTHON3=${CRPM_PYTHON3}")
+    ENVIRONMENT "CRPM_MPIEXEC=${MPIEXEC_EXECUTABLE};CRPM_MPIEXEC_FLAGS=${CRPM_MPIEXEC_FLAGS_STR};CRPM_PYTHON3=${CRPM_PYTHON3};OMPI_MCA_btl_vader_backing_directory=${CRPM_OMPI_SHM_DIR}")
 endfunction()

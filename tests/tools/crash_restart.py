@@ -200,6 +200,9 @@ def base_env(args, ckpt_dir):
     env.update(args.extra_env)
     env["CRPM_CKPT_DIR"] = ckpt_dir
     env.pop("CRPM_TEST_KILL", None)
+    # Open MPI's shared-memory files of killed jobs are never unlinked: keep
+    # them in the trial's directory, which is removed with it.
+    env["OMPI_MCA_btl_vader_backing_directory"] = os.path.dirname(os.path.abspath(ckpt_dir))
     return env
 
 
