@@ -584,6 +584,16 @@ crpm_media *crpm_container_media(crpm_container *c) { return &c->media; }
 uint64_t crpm_container_segment_size(const crpm_container *c) { return c->sb.segment_size; }
 uint64_t crpm_container_block_size(const crpm_container *c) { return c->sb.block_size; }
 
+void crpm_container_identity(const crpm_container *c, char *job, size_t len, int32_t *rank, int32_t *nranks)
+{
+    if (job && len)
+        snprintf(job, len, "%.*s", (int)sizeof c->sb.job_name, c->sb.job_name);
+    if (rank)
+        *rank = c->sb.rank;
+    if (nranks)
+        *nranks = c->sb.nranks;
+}
+
 const char *crpm_container_tracking(const crpm_container *c)
 {
     if (c->trk)

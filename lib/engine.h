@@ -70,6 +70,9 @@ int crpm_inspect_file(const char *path, FILE *out);
 void crpm_container_set_hook(crpm_container *c, crpm_hook_fn fn, void *arg);
 crpm_media *crpm_container_media(crpm_container *c);
 uint64_t crpm_container_segment_size(const crpm_container *c);
+/* Identity stored at creation: job name (NUL-terminated into job[len]),
+ * rank and number of ranks. */
+void crpm_container_identity(const crpm_container *c, char *job, size_t len, int32_t *rank, int32_t *nranks);
 uint64_t crpm_container_block_size(const crpm_container *c);
 /* NULL: change tracking not asked for; "pagemap": active; otherwise the
  * reason it is not available (every block is compared instead). */

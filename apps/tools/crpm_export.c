@@ -2,7 +2,8 @@
  * containers as an HDF5 file in the level-4 layout (see lib/level4.h), for
  * h5dump/h5py analysis or for a restart from level 4. */
 #include "crpm.h"
-#include "container.h" /* superblock identity: rank, rank count, job */
+#include "engine.h"
+#include "format.h" /* CRPM_JOB_MAX */
 #include "engine.h"
 #include "level4.h"
 
@@ -125,10 +126,7 @@ static int load(input *x)
     int rc = crpm_container_open(&o, &x->c, NULL);
     if (rc != CRPM_SUCCESS)
         return rc;
-    x->rank = x->c->sb.rank;
-    x->nranks = x->c->sb.nranks;
-    memcpy(x->job, x->c->sb.job_name, CRPM_JOB_MAX);
-    x->job[CRPM_JOB_MAX] = '\0';
+    crpm_container_identity(x->c, x->job, sizeof x->job, &x->rank, &x->nranks);
     x->epoch = crpm_container_epoch(x->c);
     x->user_id = crpm_container_user_id(x->c);
     if (x->epoch == 0)
