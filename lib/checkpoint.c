@@ -197,9 +197,10 @@ static int write_segment(crpm_container *c, crpm_seg *s, const char *src, uint64
         if (rc)
             return rc;
         s->phys[other] = p;
-        if ((rc = crpm_reserve_seg(c, p, len)) != 0)
+        if ((rc = crpm_reserve_seg(c, p, len)) != 0 || (rc = crpm_persist_fill(&c->media, crpm_seg_addr(c, p), src, len)) != 0)
             return rc;
-        write_run(c, crpm_seg_addr(c, p), src, len, blk, st);
+        st->written += len;
+        st->blocks += (len + blk - 1) / blk;
         s->state = (uint32_t)other + 1;
         return CRPM_SUCCESS;
     }

@@ -22,6 +22,9 @@ typedef struct crpm_backend {
     void (*unmap)(crpm_media *m);
     /* Store n bytes at dst (inside the mapping); durable after the next drain. */
     void (*copy)(crpm_media *m, void *dst, const void *src, size_t n);
+    /* As copy, for a range written whole for the first time: a page-cache
+     * backend may write(2) it instead of faulting every fresh page in. */
+    int (*fill)(crpm_media *m, void *dst, const void *src, size_t n);
     /* Bytes already stored at addr become durable after the next drain. */
     void (*flush)(crpm_media *m, const void *addr, size_t n);
     /* Fence: everything copied or flushed before is durable on return. */
@@ -45,6 +48,8 @@ const crpm_backend *crpm_backend_for(int persistence);
 /* Convenience wrappers used by the upper layers. */
 static inline void crpm_persist_copy(crpm_media *m, void *dst, const void *src, size_t n)
 { m->ops->copy(m, dst, src, n); }
+static inline int crpm_persist_fill(crpm_media *m, void *dst, const void *src, size_t n)
+{ return m->ops->fill(m, dst, src, n); }
 static inline void crpm_persist_flush(crpm_media *m, const void *addr, size_t n)
 { m->ops->flush(m, addr, n); }
 static inline void crpm_persist_drain(crpm_media *m)

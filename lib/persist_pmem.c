@@ -20,6 +20,7 @@
 
 typedef struct file_state {
     char *path;
+    int fd;
     int msync_mode;
     size_t nranges;
     size_t lo[MAX_RANGES], hi[MAX_RANGES]; /* offsets, page aligned */
@@ -151,6 +152,10 @@ static int be_map(crpm_media *m, const char *path, int msync_mode)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     }
     int rc = crpm_file_map(m, path);
+    if (rc == 0 && (fs->fd = open(path, O_RDWR | O_CLOEXEC)) < 0) {
+        rc = crpm_error(CRPM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        crpm_file_unmap(m);
+    }
     if (rc) {
         free(fs->path);
         free(fs);
@@ -233,7 +238,33 @@ static int be_resize(crpm_media *m, size_t new_size)
 
 static int be_reserve(crpm_media *m, size_t off, size_t len)
 {
-    return crpm_file_reserve(((file_state *)m->priv)->path, off, len);
+    int rc = posix_fallocate(((file_state *)m->priv)->fd, (off_t)off, (off_t)len);
+    if (rc)
+        return crpm_error(CRPM_ERR_IO, "cannot allocate %zu bytes in %s: %s", len, ((file_state *)m->priv)->path,
+                          strerror(rc));
+    return CRPM_SUCCESS;
+}
+
+/* Page cache: write(2) fills fresh pages without a fault per page (the
+ * mapping sees the same pages); pmem: the non-temporal copy. */
+static int be_fill(crpm_media *m, void *dst, const void *src, size_t n)
+{
+    file_state *fs = m->priv;
+    if (!fs->msync_mode) {
+        be_copy(m, dst, src, n);
+        return CRPM_SUCCESS;
+    }
+    size_t off = (size_t)((char *)dst - m->base), done = 0;
+    while (done < n) {
+        ssize_t w = pwrite(fs->fd, (const char *)src + done, n - done, (off_t)(off + done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return crpm_error(CRPM_ERR_IO, "cannot write %s: %s", fs->path, w < 0 ? strerror(errno) : "no space");
+        done += (size_t)w;
+    }
+    note_range(m, dst, n);
+    return CRPM_SUCCESS;
 }
 
 static void be_unmap(crpm_media *m)
@@ -241,6 +272,7 @@ static void be_unmap(crpm_media *m)
     file_state *fs = m->priv;
     if (fs) {
         be_drain(m);
+        close(fs->fd);
         free(fs->path);
         free(fs);
     }
@@ -248,9 +280,9 @@ static void be_unmap(crpm_media *m)
     crpm_file_unmap(m);
 }
 
-static const crpm_backend backend_auto = {"auto", map_auto, be_resize, be_reserve, be_unmap, be_copy, be_flush, be_drain};
-static const crpm_backend backend_pmem = {"pmem", map_pmem, be_resize, be_reserve, be_unmap, be_copy, be_flush, be_drain};
-static const crpm_backend backend_msync = {"msync", map_msync, be_resize, be_reserve, be_unmap, be_copy, be_flush, be_drain};
+static const crpm_backend backend_auto = {"auto", map_auto, be_resize, be_reserve, be_unmap, be_copy, be_fill, be_flush, be_drain};
+static const crpm_backend backend_pmem = {"pmem", map_pmem, be_resize, be_reserve, be_unmap, be_copy, be_fill, be_flush, be_drain};
+static const crpm_backend backend_msync = {"msync", map_msync, be_resize, be_reserve, be_unmap, be_copy, be_fill, be_flush, be_drain};
 
 const crpm_backend *crpm_backend_for(int persistence)
 {

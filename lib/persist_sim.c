@@ -84,6 +84,12 @@ static void sim_copy(crpm_media *m, void *dst, const void *src, size_t n)
     sim_flush(m, dst, n);
 }
 
+static int sim_fill(crpm_media *m, void *dst, const void *src, size_t n)
+{
+    sim_copy(m, dst, src, n);
+    return CRPM_SUCCESS;
+}
+
 static void sim_drain(crpm_media *m)
 {
     sim_state *s = m->priv;
@@ -126,7 +132,7 @@ static void sim_unmap(crpm_media *m)
     crpm_file_unmap(m);
 }
 
-const crpm_backend crpm_backend_sim = {"sim", sim_map, sim_resize, sim_reserve, sim_unmap, sim_copy, sim_flush, sim_drain};
+const crpm_backend crpm_backend_sim = {"sim", sim_map, sim_resize, sim_reserve, sim_unmap, sim_copy, sim_fill, sim_flush, sim_drain};
 
 static uint64_t next_rand(uint64_t *x)
 {
