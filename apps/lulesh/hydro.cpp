@@ -182,6 +182,23 @@ const HourglassModes kModes;
 
 // ---- nodal phase ---------------------------------------------------------
 
+// Sums each node's element-corner forces in a fixed order (the node's corner
+// list), replacing or adding to its force: the same order on every layout.
+static void sumCornerForces(Domain &d, bool add) {
+    for (Index nd = 0; nd < d.numNode; ++nd) {
+        Real sx = add ? d.fx[nd] : 0.0, sy = add ? d.fy[nd] : 0.0, sz = add ? d.fz[nd] : 0.0;
+        for (Index c = d.nodeElemStart[nd]; c < d.nodeElemStart[nd + 1]; ++c) {
+            const Index corner = d.nodeElemCorner[c];
+            sx += d.fxElem[corner];
+            sy += d.fyElem[corner];
+            sz += d.fzElem[corner];
+        }
+        d.fx[nd] = sx;
+        d.fy[nd] = sy;
+        d.fz[nd] = sz;
+    }
+}
+
 // Stress (-p-q, isotropic) integrated to corner forces; determ gets the
 // one-point volume for the sanity check.
 void integrateStress(Domain &d) {
@@ -201,18 +218,7 @@ void integrateStress(Domain &d) {
             fz[a] = -(s * b[2][a]);
         }
     }
-    for (Index nd = 0; nd < d.numNode; ++nd) {
-        Real sx = 0.0, sy = 0.0, sz = 0.0;
-        for (Index c = d.nodeElemStart[nd]; c < d.nodeElemStart[nd + 1]; ++c) {
-            const Index corner = d.nodeElemCorner[c];
-            sx += d.fxElem[corner];
-            sy += d.fyElem[corner];
-            sz += d.fzElem[corner];
-        }
-        d.fx[nd] = sx;
-        d.fy[nd] = sy;
-        d.fz[nd] = sz;
-    }
+    sumCornerForces(d, false);
 }
 
 // Flanagan-Belytschko hourglass control: the hourglass modes are made
@@ -264,18 +270,7 @@ void hourglassControl(Domain &d) {
         }
     }
     if (hgcoef <= Real(0.0)) return;
-    for (Index nd = 0; nd < d.numNode; ++nd) {
-        Real sx = d.fx[nd], sy = d.fy[nd], sz = d.fz[nd];
-        for (Index c = d.nodeElemStart[nd]; c < d.nodeElemStart[nd + 1]; ++c) {
-            const Index corner = d.nodeElemCorner[c];
-            sx += d.fxElem[corner];
-            sy += d.fyElem[corner];
-            sz += d.fzElem[corner];
-        }
-        d.fx[nd] = sx;
-        d.fy[nd] = sy;
-        d.fz[nd] = sz;
-    }
+    sumCornerForces(d, true);
 }
 
 void calcForceForNodes(Domain &d) {
