@@ -120,6 +120,8 @@ int main(int argc, char **argv)
            "full s", "floor s", "write s", "vs full", "vs floor", "trk/full", "trk/flr", "written");
     static const double fracs[] = {0.001, 0.01, 0.10, 1.0};
     int first = 1, miss = 0, tmiss = 0, have_track = 0;
+    /* worst 1%-dirty speed-up over the full write per pattern (blocks, runs) */
+    double w1c[2] = {1e30, 1e30}, w1t[2] = {1e30, 1e30};
     for (int si = 0; si < nsizes; si++) {
         size_t n = sizes_mb[si] << 20;
         char path[512];
@@ -199,6 +201,10 @@ int main(int argc, char **argv)
                         first ? "" : ",\n", sizes_mb[si], fracs[fi] * 100, kind, mc, mt, mf, ml, mw,
                         (unsigned long long)written, mf / mc, mc / ml, mf / mt, mt / ml);
                 first = 0;
+                if (fracs[fi] == 0.01) {
+                    if (mf / mc < w1c[runs]) w1c[runs] = mf / mc;
+                    if (mf / mt < w1t[runs]) w1t[runs] = mf / mt;
+                }
                 if (fracs[fi] == 0.01 && mf / mc < 20) miss |= 1;
                 if (fracs[fi] == 1.0 && mc > mf) miss |= 2;
                 if (mc / ml > 1.5) miss |= 4;
@@ -226,6 +232,8 @@ int main(int argc, char **argv)
         printf("targets, pagemap tracking: 1%% dirty >= 20x faster than full: %s; 100%% dirty no slower than full: %s; "
                "<= 1.5x floor everywhere: %s\n", tmiss & 1 ? "MISSED" : "met", tmiss & 2 ? "MISSED" : "met",
                tmiss & 4 ? "MISSED" : "met");
+    printf("1%% dirty, worst speed-up over the full write: compare engine %.1fx (random blocks), %.1fx (runs); "
+           "pagemap tracking %.1fx (random blocks), %.1fx (runs)\n", w1c[0], w1c[1], w1t[0], w1t[1]);
     printf("results: %s %s\n", csv_path, json_path);
     return 0;
 }
