@@ -290,6 +290,7 @@ int main(int argc, char **argv)
     rng_img = 12345;
     static const struct { uint64_t seg, blk; } geo[] = {
         {4096, 256}, {1024, 64}, {65536, 4096}, {2048, 2048}, {512, 8}, {16384, 256},
+        {65536, 256}, /* 16 pages a segment: sparse writes take the tracked engine's block-by-block path */
     };
     uint64_t seed = 1;
     int runs = 0;
