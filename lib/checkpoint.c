@@ -298,6 +298,44 @@ static int region_tracked(const crpm_container *c, const crpm_region *r)
     return c->trk && r->tracked && r->p_elem_size && r->p_count;
 }
 
+/* Adaptive tracking.  A write fault costs about as much as comparing ~4 pages
+ * as one stream, so once more than 1/HOT_SHARE of an array's pages are written
+ * in an epoch, comparing it whole is cheaper than tracking it.  Such an array
+ * is left out of the scans, so its pages stay writable (no faults) and it is
+ * compared whole, for HOT_MIN checkpoints, doubling up to HOT_MAX while it
+ * stays dense.  Then it is scanned again: that scan reports every page written
+ * during the hot period (a superset of this epoch's, so still safe), and the
+ * one after it measures a single epoch again. */
+#define HOT_SHARE 6
+#define HOT_MIN 4
+#define HOT_MAX 64
+
+static int region_scanned(const crpm_container *c, const crpm_region *r)
+{
+    return region_tracked(c, r) && r->hot_left == 0;
+}
+
+/* After a committed checkpoint: the next hot/cold decision for r. */
+static void update_hotness(crpm_region *r)
+{
+    if (!r->scanned) {
+        if (r->hot_left > 0 && --r->hot_left == 0)
+            r->report_fresh = 0;
+        return;
+    }
+    if (r->report_fresh) {
+        uint64_t bytes = r->p_count * r->p_elem_size;
+        if (r->wbytes * HOT_SHARE > bytes) {
+            if (r->hot_len < HOT_MIN) r->hot_len = HOT_MIN;
+            r->hot_left = r->hot_len;
+            r->hot_len = r->hot_len < HOT_MAX ? 2 * r->hot_len : HOT_MAX;
+        } else {
+            r->hot_len = HOT_MIN;
+        }
+    }
+    r->report_fresh = 1;
+}
+
 /* One scan over the union of all tracked arrays: arrays may share pages, and
  * a scan clears the pages it reports, so scanning array by array would let
  * the first array's scan swallow writes to the second.  Fills every tracked
@@ -308,7 +346,7 @@ static void scan_all(crpm_container *c)
     span_list want = {0}, got = {0};
     for (int i = 0; i < c->nregions; i++) {
         crpm_region *r = &c->regions[i];
-        if (!region_tracked(c, r))
+        if (!region_scanned(c, r))
             continue;
         uintptr_t lo = (uintptr_t)r->ptr & ~(pg - 1);
         uintptr_t hi = ((uintptr_t)r->ptr + r->p_count * r->p_elem_size + pg - 1) & ~(pg - 1);
@@ -336,7 +374,7 @@ static void scan_all(crpm_container *c)
     for (int i = 0; i < c->nregions; i++) {
         crpm_region *r = &c->regions[i];
         r->scanned = 0;
-        if (!region_tracked(c, r))
+        if (!region_scanned(c, r))
             continue;
         uint64_t bytes = r->p_count * r->p_elem_size, nblocks = (bytes + blk - 1) / blk, words = (nblocks + 63) / 64;
         if (words > r->bits_cap) {
@@ -350,19 +388,18 @@ static void scan_all(crpm_container *c)
             r->stale_valid = 0;
         }
         uintptr_t lo = (uintptr_t)r->ptr, hi = lo + bytes;
-        if (r->rescan_all || want.oom || got.oom) {
-            memset(r->wbits, 0xff, words * 8);
-        } else {
-            memset(r->wbits, 0, words * 8);
-            size_t a = 0, b = got.n; /* first span ending after lo */
-            while (a < b) {
-                size_t mid = (a + b) / 2;
-                if (got.v[mid].hi <= lo) a = mid + 1; else b = mid;
-            }
-            for (size_t k = a; k < got.n && got.v[k].lo < hi; k++) {
-                uintptr_t s0 = got.v[k].lo > lo ? got.v[k].lo : lo, s1 = got.v[k].hi < hi ? got.v[k].hi : hi;
-                set_bits(r->wbits, (s0 - lo) / blk, (s1 - lo + blk - 1) / blk, 1);
-            }
+        int all = r->rescan_all || want.oom || got.oom;
+        memset(r->wbits, all ? 0xff : 0, words * 8);
+        r->wbytes = all ? bytes : 0;
+        size_t a = 0, b = got.n; /* first span ending after lo */
+        while (a < b) {
+            size_t mid = (a + b) / 2;
+            if (got.v[mid].hi <= lo) a = mid + 1; else b = mid;
+        }
+        for (size_t k = a; !all && k < got.n && got.v[k].lo < hi; k++) {
+            uintptr_t s0 = got.v[k].lo > lo ? got.v[k].lo : lo, s1 = got.v[k].hi < hi ? got.v[k].hi : hi;
+            set_bits(r->wbits, (s0 - lo) / blk, (s1 - lo + blk - 1) / blk, 1);
+            r->wbytes += s1 - s0;
         }
         if (!r->stale_valid)
             memset(r->stale, 0xff, words * 8);
@@ -636,8 +673,10 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
         r->saved = 1;
         r->segs = segs[i];
         if (c->trk && r->tracked) {
-            r->stale_valid = 1;
+            /* an unscanned region was compared whole: the copies differ who knows where */
+            r->stale_valid = r->scanned;
             r->rescan_all = 0;
+            update_hotness(r);
         }
         r->type_code = r->p_type_code;
         r->elem_size = r->p_elem_size;

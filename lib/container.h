@@ -32,6 +32,10 @@ typedef struct crpm_region {
     uint64_t *wbits;         /* blocks reported written by this checkpoint's scan */
     uint64_t *stale;         /* blocks where the two NVM copies may differ */
     uint64_t bits_cap;       /* words in wbits and stale */
+    uint64_t wbytes;         /* bytes on pages this checkpoint's scan reported written */
+    int hot_left;            /* checkpoints left that compare it whole, unscanned (densely written) */
+    int hot_len;             /* length of its next hot period */
+    int report_fresh;        /* the next scan reports one epoch's writes (not a hot period's) */
 } crpm_region;
 
 struct crpm_container {
