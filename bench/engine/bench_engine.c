@@ -6,7 +6,9 @@
  *          application's extra cost, a fault on the first write to each page,
  *          is reported separately: fault_s is the mutation's time on tracked
  *          memory less the same mutation's time on untracked memory, and
- *          trk+flt compares track_s + fault_s with the full write
+ *          trk+flt compares track_s + fault_s with the full write.  Tracking
+ *          adapts (densely written arrays are compared whole for a while), so
+ *          each point starts after untimed rounds of its own pattern
  *   full   a full checkpoint as FTI level 1 does it: new file, write(), fsync,
  *          remove the previous file
  *   floor  memcmp of every protected block plus memcpy of the dirty ones
@@ -29,6 +31,9 @@
 #include "../common/bench_util.h"
 
 #define PAGE 4096
+/* untimed rounds before each point: enough for tracking to judge an array
+ * dense after a sparse point (the points run from sparse to dense) */
+#define WARMUP_ROUNDS 2
 
 /* Changes `frac` of the array: random 256-B blocks or 256-KiB runs.  With
  * pg, marks the pages it touched (random blocks only). */
@@ -201,22 +206,31 @@ int main(int argc, char **argv)
         if (!have_track && si == 0)
             printf("change tracking unavailable (%s): track column repeats the compare engine\n",
                    crpm_container_tracking(ct));
-        /* steady state: both copies of every segment exist */
-        for (int w = 0; w < 3; w++) {
-            dirty(a, n, 1.0, 0, NULL);
-            if (crpm_container_checkpoint(c, (uint64_t)w, NULL) || crpm_container_checkpoint(ct, (uint64_t)w, NULL)) {
+        /* steady state: both copies of every segment exist; then sparse rounds
+         * until the tracked array is no longer treated as densely written */
+        uint64_t id = 0;
+        for (int w = 0; w < 9; w++) {
+            dirty(a, n, w < 3 ? 1.0 : 0.001, 1, NULL);
+            if (crpm_container_checkpoint(c, id, NULL) || crpm_container_checkpoint(ct, id++, NULL)) {
                 fprintf(stderr, "%s\n", crpm_last_error());
                 return 1;
             }
         }
         memcpy(ref, a, n);
         int gen = 0;
-        uint64_t id = 10;
         for (size_t fi = 0; fi < sizeof fracs / sizeof fracs[0]; fi++)
             for (int runs = 0; runs < (fracs[fi] < 1.0 ? 2 : 1); runs++) {
                 double tc[64], tf[64], tl[64], tt[64], tw[64], tu[64];
                 uint64_t written = 0;
                 size_t dbytes = 0;
+                for (int w = 0; w < WARMUP_ROUNDS; w++) {
+                    dirty(a, n, fracs[fi], runs, NULL);
+                    if (crpm_container_checkpoint(c, id, NULL) || crpm_container_checkpoint(ct, id++, NULL)) {
+                        fprintf(stderr, "%s\n", crpm_last_error());
+                        return 1;
+                    }
+                    floor_cost(a, ref, n, &dbytes); /* keeps ref in step */
+                }
                 for (int r = 0; r < reps; r++) {
                     uint64_t seed = rng; /* the same mutation, on untracked and on tracked memory */
                     evict();
