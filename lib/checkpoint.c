@@ -506,6 +506,8 @@ static int tracked_segment(crpm_container *c, crpm_region *r, crpm_seg *s, const
         return rc;
     }
     uint64_t w0 = b0 / 64, w1 = (b1 - 1) / 64, any = 0, changed = 0, touched = 0;
+    if (next_set(W, b0, b1) == b1)
+        return CRPM_SUCCESS; /* no page written: equals its committed copy, however stale the other */
     for (uint64_t w = w0; w <= w1; w++)
         touched += (uint64_t)__builtin_popcountll((W[w] | S[w]) & word_mask(w, b0, b1));
     if (3 * touched > b1 - b0) {
