@@ -391,7 +391,7 @@ static void scan_all(crpm_container *c)
         int all = r->rescan_all || want.oom || got.oom;
         memset(r->wbits, all ? 0xff : 0, words * 8);
         r->wbytes = all ? bytes : 0;
-        size_t a = 0, b = got.n; /* first span ending after lo */
+        size_t a = 0, b = all ? 0 : got.n; /* first span ending after lo */
         while (a < b) {
             size_t mid = (a + b) / 2;
             if (got.v[mid].hi <= lo) a = mid + 1; else b = mid;

@@ -220,7 +220,7 @@ int main(int argc, char **argv)
         int gen = 0;
         for (size_t fi = 0; fi < sizeof fracs / sizeof fracs[0]; fi++)
             for (int runs = 0; runs < (fracs[fi] < 1.0 ? 2 : 1); runs++) {
-                double tc[64], tf[64], tl[64], tt[64], tw[64], tu[64];
+                double tc[64], tf[64], tl[64], tt[64], tu[64], tflt[64];
                 uint64_t written = 0;
                 size_t dbytes = 0;
                 for (int w = 0; w < WARMUP_ROUNDS; w++) {
@@ -241,7 +241,8 @@ int main(int argc, char **argv)
                     evict();
                     t = now();
                     dirty(a, n, fracs[fi], runs, NULL);
-                    tw[r] = now() - t;
+                    t = now() - t;
+                    tflt[r] = t > tu[r] ? t - tu[r] : 0; /* the write faults' share */
                     crpm_stats_t st, stt;
                     evict();
                     t = now();
@@ -261,10 +262,9 @@ int main(int argc, char **argv)
                     tf[r] = full_write(dir, a, n, &gen);
                     evict();
                     tl[r] = floor_cost(a, ref, n, &dbytes);
-                    tw[r] = tw[r] > tu[r] ? tw[r] - tu[r] : 0; /* the faults' share */
                 }
                 double mc = median(tc, reps), mf = median(tf, reps), ml = median(tl, reps), mt = median(tt, reps),
-                       mw = median(tw, reps), mtf = mt + mw;
+                       mw = median(tflt, reps), mtf = mt + mw;
                 const char *kind = fracs[fi] >= 1.0 ? "all" : runs ? "runs" : "blocks";
                 printf("%6zuMB %6.1f%% %6s | %8.4f %8.4f %8.4f %8.4f %8.4f | %7.1fx %7.2fx | %7.1fx %7.2fx %7.1fx | %llu\n",
                        sizes_mb[si], fracs[fi] * 100, kind, mc, mt, mf, ml, mw, mf / mc, mc / ml, mf / mt, mt / ml,
