@@ -70,8 +70,8 @@ static struct {
     MPI_Comm comm;
     int rank, nranks;
     crpm_config cfg;
-    char job_dir[CRPM_CFG_PATH_MAX + CRPM_CFG_NAME_MAX + 2];
-    char path[sizeof((crpm_config *)0)->ckpt_dir + CRPM_CFG_NAME_MAX + 64];
+    char job_dir[CRPM_PATH_MAX + CRPM_JOB_MAX + 2];
+    char path[sizeof((crpm_config *)0)->ckpt_dir + CRPM_JOB_MAX + 64];
     crpm_container *c;
     int status;          /* CRPM_STATUS_* decided at init */
     int source;          /* what crpm_recover reads now */
@@ -79,7 +79,7 @@ static struct {
     int broken;          /* a failed rollback left the container state unknown */
     uint64_t last_id;    /* last checkpoint id (snapshot numbers from here) */
     uint64_t full_id;    /* method = full: the agreed checkpoint file id */
-    char l4_path[CRPM_CFG_PATH_MAX + 256];
+    char l4_path[CRPM_PATH_MAX + 256];
     region *regions;
     int nregions, cap_regions;
     struct { int point, n; } kills[8]; /* CRPM_TEST_KILL entries of this rank */
@@ -707,12 +707,12 @@ static int decide_full_restart(void)
     return CRPM_SUCCESS;
 }
 
-static crpm_full_region *full_regions(void)
+static crpm_array *full_regions(void)
 {
-    crpm_full_region *r = calloc((size_t)g.nregions + 1, sizeof *r);
+    crpm_array *r = calloc((size_t)g.nregions + 1, sizeof *r);
     for (int i = 0; r && i < g.nregions; i++)
-        r[i] = (crpm_full_region){g.regions[i].id, g.regions[i].type_code, g.regions[i].elem_size,
-                                  g.regions[i].count, g.regions[i].ptr};
+        r[i] = (crpm_array){g.regions[i].id, g.regions[i].type_code, g.regions[i].elem_size,
+                                  g.regions[i].count, g.regions[i].ptr, NULL};
     return r;
 }
 
@@ -845,14 +845,14 @@ int crpm_status(void)
 }
 
 #ifdef CRPM_HAVE_HDF5
-static crpm_l4_region *l4_regions(void)
+static crpm_array *l4_regions(void)
 {
-    crpm_l4_region *r = calloc((size_t)g.nregions + 1, sizeof *r);
+    crpm_array *r = calloc((size_t)g.nregions + 1, sizeof *r);
     if (!r)
         return NULL;
     for (int i = 0; i < g.nregions; i++)
-        r[i] = (crpm_l4_region){g.regions[i].id, g.regions[i].type_code, g.regions[i].elem_size,
-                                g.regions[i].count, g.regions[i].ptr};
+        r[i] = (crpm_array){g.regions[i].id, g.regions[i].type_code, g.regions[i].elem_size,
+                                g.regions[i].count, g.regions[i].ptr, NULL};
     return r;
 }
 #endif
@@ -873,13 +873,13 @@ int crpm_recover(void)
     else if (g.source == SRC_L1)
         rc = crpm_container_recover(g.c);
     else if (g.source == SRC_FULL) {
-        crpm_full_region *r = full_regions();
+        crpm_array *r = full_regions();
         rc = r ? crpm_full_read(g.job_dir, g.rank, g.full_id, g.nregions, r)
                : crpm_error(CRPM_ERR_NOMEM, "crpm_recover: out of memory");
         free(r);
     } else {
 #ifdef CRPM_HAVE_HDF5
-        crpm_l4_region *r = l4_regions();
+        crpm_array *r = l4_regions();
         rc = r ? crpm_l4_read(g.comm, g.l4_path, g.nregions, r)
                : crpm_error(CRPM_ERR_NOMEM, "crpm_recover: out of memory");
         free(r);
@@ -936,7 +936,7 @@ int crpm_checkpoint(int id, int level)
     if (rc == 0 && full && id < 0)
         rc = crpm_error(CRPM_ERR_INVAL, "crpm_checkpoint(%d): method = full needs ids >= 0", id);
     if (rc == 0 && full) {
-        crpm_full_region *r = full_regions();
+        crpm_array *r = full_regions();
         rc = r ? crpm_full_write(g.job_dir, g.rank, (uint64_t)id, g.nregions, r, &st.bytes_written)
                : crpm_error(CRPM_ERR_NOMEM, "crpm_checkpoint: out of memory");
         free(r);
@@ -972,7 +972,7 @@ int crpm_checkpoint(int id, int level)
 
 #ifdef CRPM_HAVE_HDF5
     if (level == CRPM_L4) {
-        crpm_l4_region *r = l4_regions();
+        crpm_array *r = l4_regions();
         rc = r ? crpm_l4_write(g.comm, g.cfg.glbl_dir, g.cfg.job_name, id, crpm_container_epoch(g.c), g.nregions,
                                r, g.cfg.keep_l4)
                : crpm_error(CRPM_ERR_NOMEM, "crpm_checkpoint: out of memory");

@@ -1,10 +1,7 @@
 /* crpm-export: writes the latest committed state of one or many rank
  * containers as an HDF5 file in the level-4 layout (see lib/level4.h), for
  * h5dump/h5py analysis or for a restart from level 4. */
-#include "crpm.h"
-#include "engine.h"
-#include "format.h" /* CRPM_JOB_MAX */
-#include "engine.h"
+#include "container.h"
 #include "level4.h"
 
 #include <dirent.h>
@@ -41,7 +38,7 @@ typedef struct input {
     char job[CRPM_JOB_MAX + 1];
     uint64_t epoch, user_id;
     int nregions;
-    crpm_l4_region *regions;
+    crpm_array *regions;
 } input;
 
 typedef struct inputs {
@@ -123,7 +120,7 @@ static int fetch(void *arg, int entry, int idx, void *dst)
 static int load(input *x)
 {
     crpm_open_opts o = { .path = x->path, .persistence = CRPM_PERSIST_MSYNC, .create = 0 };
-    int rc = crpm_container_open(&o, &x->c, NULL);
+    int rc = crpm_format_open(&o, &x->c, NULL);
     if (rc != CRPM_SUCCESS)
         return rc;
     crpm_container_identity(x->c, x->job, sizeof x->job, &x->rank, &x->nranks);
@@ -136,10 +133,10 @@ static int load(input *x)
     if (!x->regions)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     for (int i = 0; i < x->nregions; i++) {
-        crpm_region_info info;
+        crpm_array info;
         if ((rc = crpm_container_region(x->c, i, &info)) != CRPM_SUCCESS)
             return rc;
-        x->regions[i] = (crpm_l4_region){ info.id, info.type_code, info.elem_size, info.count, NULL };
+        x->regions[i] = (crpm_array){ info.id, info.type_code, info.elem_size, info.count, NULL, NULL };
     }
     return CRPM_SUCCESS;
 }
@@ -246,7 +243,7 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < in.n; i++) {
         if (in.v[i].c)
-            crpm_container_close(in.v[i].c);
+            crpm_format_close(in.v[i].c);
         free(in.v[i].regions);
         free(in.v[i].path);
     }

@@ -1,8 +1,7 @@
 /* crpm-inspect: checks libcrpm checkpoint files and prints what they hold.
  * Containers (rank-<r>.crpm) go through the engine's inspector; level-4
  * HDF5 files (l4-<id>.h5, crpm-export output) through the level-4 verifier. */
-#include "crpm.h"
-#include "engine.h"
+#include "container.h"
 #include "level4.h"
 
 #include <stdio.h>

@@ -175,14 +175,14 @@ int main(int argc, char **argv)
         size_t count = sizes_mb[s] * ((size_t)1 << 20) / sizeof(double) / (size_t)nreg;
         double total_gib = (double)count * sizeof(double) * nreg * nranks / (double)(1 << 30);
         double **arr = calloc((size_t)nreg, sizeof *arr);
-        crpm_l4_region *reg = calloc((size_t)nreg, sizeof *reg);
+        crpm_array *reg = calloc((size_t)nreg, sizeof *reg);
         for (int i = 0; arr && reg && i < nreg; i++) {
             arr[i] = malloc(count * sizeof(double));
             if (!arr[i])
                 break;
             for (size_t k = 0; k < count; k++)
                 arr[i][k] = (double)k * 0.5 + rank + i;
-            reg[i] = (crpm_l4_region){ i, CRPM_TC_DOUBLE, sizeof(double), count, arr[i] };
+            reg[i] = (crpm_array){ i, CRPM_TC_DOUBLE, sizeof(double), count, arr[i], NULL };
         }
         int have = arr && reg && arr[nreg - 1];
         int all_have = 0;

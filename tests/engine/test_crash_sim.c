@@ -65,18 +65,18 @@ static int matches(crpm_container *c, const snap *s, char *why, size_t whylen)
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        crpm_region_info info;
+        crpm_array info;
         crpm_container_region(c, i, &info);
         int j;
         for (j = 0; j < s->n && s->id[j] != info.id; j++)
             ;
-        if (j == s->n || s->bytes[j] != info.nbytes) {
-            snprintf(why, whylen, "region id %d: size %llu unexpected", info.id, (unsigned long long)info.nbytes);
+        if (j == s->n || s->bytes[j] != crpm_array_bytes(&info)) {
+            snprintf(why, whylen, "region id %d: size %llu unexpected", info.id, (unsigned long long)crpm_array_bytes(&info));
             return -1;
         }
-        char *tmp = malloc(info.nbytes ? info.nbytes : 1);
+        char *tmp = malloc(crpm_array_bytes(&info) ? crpm_array_bytes(&info) : 1);
         int rc = crpm_container_read_region(c, i, tmp);
-        int bad = rc || memcmp(tmp, s->data[j], info.nbytes) != 0;
+        int bad = rc || memcmp(tmp, s->data[j], crpm_array_bytes(&info)) != 0;
         free(tmp);
         if (bad) {
             snprintf(why, whylen, "region id %d: contents differ (rc %d)", info.id, rc);

@@ -51,12 +51,12 @@ typedef struct state {
     int64_t *big;
     double extra[7];
     int nreg;
-    crpm_l4_region reg[NREG_MAX];
+    crpm_array reg[NREG_MAX];
 } state;
 
 static void add(state *s, int32_t id, int32_t code, uint64_t esz, uint64_t count, void *ptr)
 {
-    s->reg[s->nreg++] = (crpm_l4_region){ id, code, esz, count, ptr };
+    s->reg[s->nreg++] = (crpm_array){ id, code, esz, count, ptr, NULL };
 }
 
 /* Regions differ between ranks on purpose: sizes, an extra id on rank 2,
@@ -211,7 +211,7 @@ typedef struct export_src {
 static int fetch(void *arg, int entry, int idx, void *dst)
 {
     export_src *src = arg;
-    const crpm_l4_region *r = &src->st[entry].reg[idx];
+    const crpm_array *r = &src->st[entry].reg[idx];
     memcpy(dst, r->ptr, r->count * r->elem_size);
     return CRPM_SUCCESS;
 }

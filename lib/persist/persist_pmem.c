@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "engine.h"
+#include "error.h"
 #include "persist.h"
 #include "persist_file.h"
 
@@ -25,122 +25,6 @@ typedef struct file_state {
     size_t nranges;
     size_t lo[MAX_RANGES], hi[MAX_RANGES]; /* offsets, page aligned */
 } file_state;
-
-int crpm_file_map(crpm_media *m, const char *path)
-{
-    size_t len = 0;
-    int is_pmem = 0;
-    void *addr;
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return crpm_error(CRPM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    if (st.st_size == 0)
-        return crpm_error(CRPM_ERR_TRUNCATED, "%s is empty", path);
-    addr = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
-    if (!addr)
-        return crpm_error(CRPM_ERR_IO, "cannot map %s: %s", path, pmem_errormsg());
-    m->base = addr;
-    m->size = len;
-    m->is_pmem = is_pmem;
-    return CRPM_SUCCESS;
-}
-
-int crpm_file_resize(crpm_media *m, const char *path, size_t new_size)
-{
-    size_t len = 0;
-    int is_pmem = 0;
-    int fd = open(path, O_RDWR);
-    if (fd < 0)
-        return crpm_error(CRPM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    /* sparse: segments get storage when first written (crpm_file_reserve),
-     * so a region's unused tail costs no memory on tmpfs or DAX */
-    int rc = ftruncate(fd, (off_t)new_size) != 0 ? errno : 0;
-    if (rc == 0 && fsync(fd) != 0)
-        rc = errno;
-    close(fd);
-    if (rc)
-        return crpm_error(CRPM_ERR_IO, "cannot grow %s to %zu bytes: %s", path, new_size, strerror(rc));
-    void *addr = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
-    if (!addr)
-        return crpm_error(CRPM_ERR_IO, "cannot map %s: %s", path, pmem_errormsg());
-    pmem_unmap(m->base, m->size);
-    m->base = addr;
-    m->size = len;
-    m->is_pmem = is_pmem;
-    return CRPM_SUCCESS;
-}
-
-int crpm_file_reserve(const char *path, size_t off, size_t len)
-{
-    int fd = open(path, O_RDWR);
-    if (fd < 0)
-        return crpm_error(CRPM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    int rc = posix_fallocate(fd, (off_t)off, (off_t)len);
-    close(fd);
-    if (rc)
-        return crpm_error(CRPM_ERR_IO, "cannot allocate %zu bytes in %s: %s", len, path, strerror(rc));
-    return CRPM_SUCCESS;
-}
-
-void crpm_file_unmap(crpm_media *m)
-{
-    if (m->base)
-        pmem_unmap(m->base, m->size);
-    m->base = NULL;
-    m->size = 0;
-}
-
-int crpm_persist_rename(const char *from, const char *to)
-{
-    if (rename(from, to) != 0)
-        return crpm_error(CRPM_ERR_IO, "cannot rename %s to %s: %s", from, to, strerror(errno));
-    /* The new name must be durable before anyone relies on the file. */
-    char *dir = strdup(to);
-    if (!dir)
-        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
-    char *slash = strrchr(dir, '/');
-    if (slash == dir)
-        slash[1] = '\0';
-    else if (slash)
-        *slash = '\0';
-    else
-        strcpy(dir, ".");
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    int rc = CRPM_SUCCESS;
-    if (fd < 0 || fsync(fd) != 0)
-        rc = crpm_error(CRPM_ERR_IO, "cannot sync directory %s: %s", dir, strerror(errno));
-    if (fd >= 0)
-        close(fd);
-    free(dir);
-    return rc;
-}
-
-int crpm_persist_create_file(const char *path, size_t size, const void *init, size_t len)
-{
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp)
-        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
-    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
-    unlink(tmp);
-    int rc = CRPM_SUCCESS, err;
-    int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL, 0644);
-    if (fd < 0) {
-        rc = crpm_error(CRPM_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-    } else if ((err = posix_fallocate(fd, 0, (off_t)size)) != 0) {
-        rc = crpm_error(CRPM_ERR_IO, "cannot allocate %zu bytes for %s: %s", size, path, strerror(err));
-    } else if (pwrite(fd, init, len, 0) != (ssize_t)len || fsync(fd) != 0) {
-        rc = crpm_error(CRPM_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-    }
-    if (fd >= 0)
-        close(fd);
-    if (rc == CRPM_SUCCESS)
-        rc = crpm_persist_rename(tmp, path);
-    if (rc)
-        unlink(tmp);
-    free(tmp);
-    return rc;
-}
 
 /* ---- backend ops -------------------------------------------------------- */
 

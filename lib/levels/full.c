@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
-#include "engine.h"
+#include "error.h"
+#include "fsutil.h"
 #include "full.h"
-#include "persist_file.h"
 
 #define FULL_MAGIC "CRPMFULL"
 
@@ -25,11 +25,6 @@ struct full_reg {
     int32_t id, type_code;
     uint64_t elem_size, count;
 };
-
-static void name(char *out, size_t len, const char *dir, int rank, uint64_t id, int tmp)
-{
-    snprintf(out, len, "%s/%sfull-%llu.rank-%d", dir, tmp ? "." : "", (unsigned long long)id, rank);
-}
 
 static int write_all(int fd, const void *p, size_t n, uLong *crc, const char *path)
 {
@@ -88,17 +83,17 @@ static void prune_one(void *arg, uint64_t id)
     struct prune *p = arg;
     char path[4096];
     if (id != p->keep) {
-        name(path, sizeof path, p->dir, p->rank, id, 0);
+        crpm_name_full(path, sizeof path, p->dir, p->rank, id, 0);
         unlink(path);
     }
 }
 
-int crpm_full_write(const char *dir, int rank, uint64_t id, int nregions, const crpm_full_region *r,
+int crpm_full_write(const char *dir, int rank, uint64_t id, int nregions, const crpm_array *r,
                     uint64_t *bytes)
 {
     char tmp[4096], path[4096];
-    name(tmp, sizeof tmp, dir, rank, id, 1);
-    name(path, sizeof path, dir, rank, id, 0);
+    crpm_name_full(tmp, sizeof tmp, dir, rank, id, 1);
+    crpm_name_full(path, sizeof path, dir, rank, id, 0);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
         return crpm_error(CRPM_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
@@ -123,7 +118,7 @@ int crpm_full_write(const char *dir, int rank, uint64_t id, int nregions, const 
         rc = crpm_error(CRPM_ERR_IO, "cannot fsync %s: %s", tmp, strerror(errno));
     close(fd);
     if (rc == 0)
-        rc = crpm_persist_rename(tmp, path);
+        rc = crpm_durable_rename(tmp, path);
     if (rc) {
         unlink(tmp);
         return rc;
@@ -156,10 +151,10 @@ void crpm_full_newest(const char *dir, int rank, int64_t ids[2])
     each_file(dir, rank, newest_one, ids);
 }
 
-int crpm_full_read(const char *dir, int rank, uint64_t id, int nregions, const crpm_full_region *r)
+int crpm_full_read(const char *dir, int rank, uint64_t id, int nregions, const crpm_array *r)
 {
     char path[4096];
-    name(path, sizeof path, dir, rank, id, 0);
+    crpm_name_full(path, sizeof path, dir, rank, id, 0);
     int fd = open(path, O_RDONLY);
     if (fd < 0)
         return crpm_error(CRPM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
@@ -196,7 +191,7 @@ static void remove_one(void *arg, uint64_t id)
 {
     struct rm *p = arg;
     char path[4096];
-    name(path, sizeof path, p->dir, p->rank, id, 0);
+    crpm_name_full(path, sizeof path, p->dir, p->rank, id, 0);
     unlink(path);
 }
 

@@ -11,7 +11,6 @@
 #include <zlib.h>
 #include "container.h"
 #include "persist_file.h"
-#include "track.h"
 
 static uint64_t now_ns(void)
 {
@@ -487,7 +486,7 @@ static void compute_prev(crpm_container *c)
     crpm_error(0, "%s", ""); /* a missing previous slot is normal, not an error */
 }
 
-int crpm_container_open(const crpm_open_opts *o, crpm_container **out, int *created)
+int crpm_format_open(const crpm_open_opts *o, crpm_container **out, int *created)
 {
     *out = NULL;
     if (created) *created = 0;
@@ -507,7 +506,6 @@ int crpm_container_open(const crpm_open_opts *o, crpm_container **out, int *crea
         free(c);
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     }
-    c->want_tracking = o->change_tracking;
     c->media.ops = o->backend ? o->backend : crpm_backend_for(o->persistence);
     int rc;
     struct stat st;
@@ -542,11 +540,6 @@ int crpm_container_open(const crpm_open_opts *o, crpm_container **out, int *crea
     if (rc)
         goto fail;
     compute_prev(c);
-    if (o->change_tracking && crpm_tracker_open(&c->trk) != 0) {
-        c->trk = NULL; /* compare everything: always exact */
-        snprintf(c->track_msg, sizeof c->track_msg, "%s", crpm_last_error());
-        crpm_error(0, "%s", "");
-    }
     *out = c;
     return CRPM_SUCCESS;
 fail:
@@ -561,20 +554,17 @@ fail_nomap:
     return rc;
 }
 
-int crpm_container_close(crpm_container *c)
+void crpm_format_close(crpm_container *c)
 {
     if (!c)
-        return CRPM_SUCCESS;
+        return;
     if (c->media.base)
         c->media.ops->unmap(&c->media);
-    if (c->trk)
-        crpm_tracker_close(c->trk);
     crpm_free_regions(c);
     free(c->used);
     free(c->reserved);
     free(c->path);
     free(c);
-    return CRPM_SUCCESS;
 }
 
 uint64_t crpm_container_epoch(const crpm_container *c) { return c->epoch; }
@@ -592,13 +582,6 @@ void crpm_container_identity(const crpm_container *c, char *job, size_t len, int
         *rank = c->sb.rank;
     if (nranks)
         *nranks = c->sb.nranks;
-}
-
-const char *crpm_container_tracking(const crpm_container *c)
-{
-    if (c->trk)
-        return "pagemap";
-    return c->want_tracking ? c->track_msg : NULL;
 }
 
 void crpm_container_set_hook(crpm_container *c, crpm_hook_fn fn, void *arg)
@@ -638,13 +621,13 @@ int crpm_container_nregions(const crpm_container *c)
     return n;
 }
 
-int crpm_container_region(const crpm_container *c, int idx, crpm_region_info *out)
+int crpm_container_region(const crpm_container *c, int idx, crpm_array *out)
 {
     int i = saved_index(c, idx);
     if (i < 0)
         return crpm_error(CRPM_ERR_RANGE, "region index %d out of range", idx);
     const crpm_region *r = &c->regions[i];
-    *out = (crpm_region_info){r->id, r->type_code, r->elem_size, r->count, r->count * r->elem_size};
+    *out = (crpm_array){r->id, r->type_code, r->elem_size, r->count, NULL, NULL};
     return CRPM_SUCCESS;
 }
 
@@ -676,7 +659,7 @@ int crpm_inspect_file(const char *path, FILE *out)
 {
     crpm_open_opts o = {.path = path, .persistence = CRPM_PERSIST_MSYNC};
     crpm_container *c;
-    int rc = crpm_container_open(&o, &c, NULL);
+    int rc = crpm_format_open(&o, &c, NULL);
     if (rc) {
         fprintf(out, "container:      %s\nstatus:         INVALID: %s\n", path, crpm_last_error());
         return rc;
@@ -714,6 +697,6 @@ int crpm_inspect_file(const char *path, FILE *out)
     }
     fprintf(out, "protected:      %llu bytes\n", (unsigned long long)total);
     fprintf(out, "status:         OK\n");
-    crpm_container_close(c);
+    crpm_format_close(c);
     return CRPM_SUCCESS;
 }

@@ -1,7 +1,7 @@
 /* Return codes, their text, and the per-thread detailed message. */
 #include <stdarg.h>
 #include <stdio.h>
-#include "engine.h"
+#include "error.h"
 
 static _Thread_local char last_msg[1024];
 
@@ -12,6 +12,11 @@ int crpm_error(int code, const char *fmt, ...)
     vsnprintf(last_msg, sizeof last_msg, fmt, ap);
     va_end(ap);
     return code;
+}
+
+void crpm_error_clear(void)
+{
+    last_msg[0] = '\0';
 }
 
 const char *crpm_last_error(void)

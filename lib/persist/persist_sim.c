@@ -8,7 +8,7 @@
  * time) takes the old line, the new one, or a mix of their 8-B words. */
 #include <stdlib.h>
 #include <string.h>
-#include "engine.h"
+#include "error.h"
 #include "persist.h"
 #include "persist_file.h"
 

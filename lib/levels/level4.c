@@ -15,7 +15,8 @@
  *   every rank whatever fails locally, and agrees on the outcome with
  *   l4_agree(), so no rank hangs or continues alone. */
 #include "level4.h"
-#include "engine.h"
+#include "error.h"
+#include "fsutil.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define L4_PATH_MAX 4096
+#define L4_PATH_MAX CRPM_PATH_MAX
 
 #ifndef CRPM_HAVE_HDF5
 
@@ -37,7 +38,7 @@ static int l4_notsup(void)
 }
 
 int crpm_l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ckpt_id, uint64_t epoch,
-                  int nregions, const crpm_l4_region *regions, int keep)
+                  int nregions, const crpm_array *regions, int keep)
 {
     (void)comm; (void)glbl_dir; (void)job; (void)ckpt_id; (void)epoch;
     (void)nregions; (void)regions; (void)keep;
@@ -51,7 +52,7 @@ int crpm_l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, ch
     return l4_notsup();
 }
 
-int crpm_l4_read(MPI_Comm comm, const char *path, int nregions, const crpm_l4_region *regions)
+int crpm_l4_read(MPI_Comm comm, const char *path, int nregions, const crpm_array *regions)
 {
     (void)comm; (void)path; (void)nregions; (void)regions;
     return l4_notsup();
@@ -208,70 +209,15 @@ static int l4_agree(MPI_Comm comm, int rc)
     return crpm_error(CRPM_ERR_REMOTE, "rank %d: %s", out[1], msg);
 }
 
-static int valid_job(const char *job)
-{
-    return job && job[0] && !strchr(job, '/') && strcmp(job, ".") && strcmp(job, "..") && strlen(job) < 256;
-}
-
 static int job_dir(char *out, size_t len, const char *glbl_dir, const char *job)
 {
     if (!glbl_dir || !glbl_dir[0])
         return crpm_error(CRPM_ERR_CONFIG, "level 4: glbl_dir is not set");
-    if (!valid_job(job))
+    if (!crpm_job_name_valid(job))
         return crpm_error(CRPM_ERR_INVAL, "level 4: invalid job name '%s'", job ? job : "(null)");
     if ((size_t)snprintf(out, len, "%s/%s", glbl_dir, job) >= len)
         return crpm_error(CRPM_ERR_RANGE, "level 4: path too long: %s/%s", glbl_dir, job);
     return CRPM_SUCCESS;
-}
-
-static int mkdir_p(const char *dir)
-{
-    char tmp[L4_PATH_MAX];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp)
-        return crpm_error(CRPM_ERR_RANGE, "level 4: path too long: %s", dir);
-    for (char *p = tmp + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-            *p = '\0';
-            if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
-                return crpm_error(CRPM_ERR_IO, "level 4: cannot create directory %s: %s", tmp, strerror(errno));
-            *p = c;
-            if (c == '\0')
-                break;
-        }
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return crpm_error(CRPM_ERR_IO, "level 4: %s is not a directory", dir);
-    return CRPM_SUCCESS;
-}
-
-static void fsync_path(const char *path, int dir)
-{
-    int fd = open(path, (dir ? O_DIRECTORY : 0) | O_RDONLY);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
-/* "l4-<id>.h5" -> id; -1 if the name has another form. */
-static int parse_l4_name(const char *name, int32_t *id)
-{
-    if (strncmp(name, "l4-", 3) != 0)
-        return -1;
-    const char *p = name + 3;
-    if (*p == '-')
-        p++;
-    if (*p < '0' || *p > '9')
-        return -1;
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(name + 3, &end, 10);
-    if (errno || strcmp(end, ".h5") != 0 || v < INT32_MIN || v > INT32_MAX)
-        return -1;
-    *id = (int32_t)v;
-    return 0;
 }
 
 /* ---- types ---------------------------------------------------------------- */
@@ -444,7 +390,7 @@ static int get_root(hid_t f, const char *where, l4_root *r)
 
 /* ---- datasets ---------------------------------------------------------------- */
 
-static int check_desc(const crpm_l4_region *r, int i, int nregions, const crpm_l4_region *all, int need_ptr)
+static int check_desc(const crpm_array *r, int i, int nregions, const crpm_array *all, int need_ptr)
 {
     if (r->elem_size == 0)
         return crpm_error(CRPM_ERR_INVAL, "level 4: region %d has element size 0", (int)r->id);
@@ -616,7 +562,7 @@ static herr_t name_cb(hid_t g, const char *name, const H5L_info_t *info, void *a
  * equal regions[0..nregions) and the data is read into them.  Otherwise every
  * dataset is verified and, if out != NULL, described. */
 static int check_group(hid_t f, const char *fname, int rank, int read_into, int nregions,
-                       const crpm_l4_region *regions, FILE *out)
+                       const crpm_array *regions, FILE *out)
 {
     char where[L4_PATH_MAX + 64];
     char gname[32];
@@ -688,7 +634,7 @@ static int check_group(hid_t f, const char *fname, int rank, int read_into, int 
         l4_saved s;
         rc = read_saved(ds, dwhere, &s);
         if (rc == CRPM_SUCCESS && read_into) {
-            const crpm_l4_region *r = &regions[i];
+            const crpm_array *r = &regions[i];
             if (s.type_code != r->type_code || s.elem_size != r->elem_size || s.count != r->count)
                 rc = crpm_error(CRPM_ERR_MISMATCH,
                                 "%s: saved type %d x %llu elements of %llu bytes, protected type %d x %llu of %llu",
@@ -758,7 +704,7 @@ static int scan_dir(const char *dir, const char *job, l4_file **out, int *nout)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         int32_t id;
-        if (parse_l4_name(e->d_name, &id) != 0 || strlen(e->d_name) >= sizeof v->name)
+        if (crpm_parse_l4_name(e->d_name, &id) != 0 || strlen(e->d_name) >= sizeof v->name)
             continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
@@ -839,7 +785,7 @@ static void prune(const char *dir, const l4_file *v, int n, const char *keep_nam
         }
     }
     closedir(d);
-    fsync_path(dir, 1);
+    crpm_sync_dir(dir); /* best effort: removing stale temporaries */
 }
 
 /* ---- parallel write ------------------------------------------------------------- */
@@ -859,7 +805,7 @@ static hid_t mpio_fapl(MPI_Comm comm, int coll_meta)
 }
 
 /* Exchanges the region lists: all[displ[r] .. displ[r]+cnt[r]) are rank r's. */
-static int gather_descs(MPI_Comm comm, int nregions, const crpm_l4_region *regions, l4_desc **all_out,
+static int gather_descs(MPI_Comm comm, int nregions, const crpm_array *regions, l4_desc **all_out,
                         int **cnt_out, int **displ_out, int *total_out)
 {
     int size = 0, rc = CRPM_SUCCESS;
@@ -873,7 +819,7 @@ static int gather_descs(MPI_Comm comm, int nregions, const crpm_l4_region *regio
     if (!mine || !cnt || !displ || !wcnt || !wdispl)
         rc = crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory");
     for (int i = 0; rc == CRPM_SUCCESS && i < nregions; i++) {
-        const crpm_l4_region *r = &regions[i];
+        const crpm_array *r = &regions[i];
         mine[i].id = (uint64_t)(int64_t)r->id;
         mine[i].type_code = (uint64_t)(int64_t)r->type_code;
         mine[i].elem_size = r->elem_size;
@@ -923,7 +869,7 @@ fail:
 }
 
 static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ckpt_id, uint64_t epoch,
-                    int nregions, const crpm_l4_region *regions, int keep)
+                    int nregions, const crpm_array *regions, int keep)
 {
     int rank = 0, size = 0, rc = CRPM_SUCCESS;
     MPI_Comm_rank(comm, &rank);
@@ -939,9 +885,10 @@ static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ck
         rc = check_desc(&regions[i], i, nregions, regions, 1);
     if (rc == CRPM_SUCCESS) {
         snprintf(fname, sizeof fname, "l4-%d.h5", ckpt_id);
-        if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, fname) >= sizeof tmp ||
-            (size_t)snprintf(final_path, sizeof final_path, "%s/%s", dir, fname) >= sizeof final_path)
+        if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, fname) >= sizeof tmp)
             rc = crpm_error(CRPM_ERR_RANGE, "level 4: path too long under %s", dir);
+        else
+            rc = crpm_name_l4(final_path, sizeof final_path, dir, ckpt_id);
     }
     rc = l4_agree(comm, rc);
     if (rc != CRPM_SUCCESS)
@@ -953,7 +900,7 @@ static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ck
     l4_file *old = NULL;
     int nold = 0;
     if (rank == 0) {
-        rc = mkdir_p(dir);
+        rc = crpm_mkdir_p(dir);
         if (rc == CRPM_SUCCESS)
             rc = scan_dir(dir, job, &old, &nold);
         for (int i = 0; i < nold; i++)
@@ -1022,7 +969,7 @@ static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ck
      * every rank; agree anyway before the independent raw-data writes. */
     rc = l4_agree(comm, rc);
     for (int i = 0; rc == CRPM_SUCCESS && i < nregions; i++) {
-        const crpm_l4_region *reg = &regions[i];
+        const crpm_array *reg = &regions[i];
         if (reg->count == 0)
             continue;
         hid_t mt = l4_type(reg->type_code, reg->elem_size);
@@ -1043,11 +990,9 @@ static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ck
     if (rank == 0) {
         int rrc = CRPM_SUCCESS;
         if (rc == CRPM_SUCCESS) {
-            if (rename(tmp, final_path) != 0)
-                rrc = crpm_error(CRPM_ERR_IO, "level 4: cannot rename %s to %s: %s", tmp, final_path,
-                                 strerror(errno));
-            else
-                fsync_path(dir, 1);
+            rrc = crpm_sync_file(tmp);
+            if (rrc == CRPM_SUCCESS)
+                rrc = crpm_durable_rename(tmp, final_path);
         }
         if (rc != CRPM_SUCCESS || rrc != CRPM_SUCCESS)
             unlink(tmp);
@@ -1066,7 +1011,7 @@ done:
 }
 
 int crpm_l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ckpt_id, uint64_t epoch,
-                  int nregions, const crpm_l4_region *regions, int keep)
+                  int nregions, const crpm_array *regions, int keep)
 {
     l4_quiet q;
     quiet_begin(&q);
@@ -1094,7 +1039,7 @@ static int open_parallel(MPI_Comm comm, const char *path, hid_t *f)
 /* Opens `path` on every rank, checks the root attributes against the job and
  * the communicator, and reads (read_into) or verifies this rank's group. */
 static int open_and_check(MPI_Comm comm, const char *path, const char *job, int read_into, int nregions,
-                          const crpm_l4_region *regions, l4_root *root)
+                          const crpm_array *regions, l4_root *root)
 {
     int rank = 0, size = 0;
     MPI_Comm_rank(comm, &rank);
@@ -1223,7 +1168,7 @@ int crpm_l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, ch
     return rc;
 }
 
-int crpm_l4_read(MPI_Comm comm, const char *path, int nregions, const crpm_l4_region *regions)
+int crpm_l4_read(MPI_Comm comm, const char *path, int nregions, const crpm_array *regions)
 {
     l4_quiet q;
     quiet_begin(&q);
@@ -1246,7 +1191,7 @@ int crpm_l4_read(MPI_Comm comm, const char *path, int nregions, const crpm_l4_re
 static int l4_export(const char *path, const char *job, int ckpt_id, uint64_t epoch, int nranks, int nentries,
                      const crpm_l4_rank *entries, crpm_l4_fetch_fn fetch, void *arg)
 {
-    if (!path || !valid_job(job) || nranks <= 0 || nentries < 0 || (nentries > 0 && !entries) || !fetch)
+    if (!path || !crpm_job_name_valid(job) || nranks <= 0 || nentries < 0 || (nentries > 0 && !entries) || !fetch)
         return crpm_error(CRPM_ERR_INVAL, "export: invalid arguments");
     for (int e = 0; e < nentries; e++) {
         if (entries[e].rank < 0 || entries[e].rank >= nranks || entries[e].nregions < 0 ||
@@ -1289,7 +1234,7 @@ static int l4_export(const char *path, const char *job, int ckpt_id, uint64_t ep
             break;
         }
         for (int i = 0; i < en->nregions && rc == CRPM_SUCCESS; i++) {
-            const crpm_l4_region *r = &en->regions[i];
+            const crpm_array *r = &en->regions[i];
             size_t nb = (size_t)(r->count * r->elem_size);
             if (nb > bufcap) {
                 void *nbuf = realloc(buf, nb);
@@ -1317,9 +1262,9 @@ static int l4_export(const char *path, const char *job, int ckpt_id, uint64_t ep
     if (H5Fclose(f) < 0 && rc == CRPM_SUCCESS)
         rc = h5_fail("export: closing %s failed", tmp);
     if (rc == CRPM_SUCCESS) {
-        fsync_path(tmp, 0);
-        if (rename(tmp, path) != 0)
-            rc = crpm_error(CRPM_ERR_IO, "export: cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        rc = crpm_sync_file(tmp);
+        if (rc == CRPM_SUCCESS)
+            rc = crpm_durable_rename(tmp, path);
     }
     if (rc != CRPM_SUCCESS)
         unlink(tmp);

@@ -9,6 +9,4 @@ int crpm_file_reserve(const char *path, size_t off, size_t len);
 /* Creates `path` atomically: a temporary file of `size` bytes whose first
  * `len` bytes are `init` is made durable and then renamed into place. */
 int crpm_persist_create_file(const char *path, size_t size, const void *init, size_t len);
-/* rename + fsync of the directory: the new name is durable on return. */
-int crpm_persist_rename(const char *from, const char *to);
 #endif

@@ -7,16 +7,12 @@
 #define CRPM_FULL_H
 #include <stdint.h>
 #include <stddef.h>
+#include "array.h"
 
-typedef struct crpm_full_region {
-    int32_t id, type_code;
-    uint64_t elem_size, count;
-    void *ptr;
-} crpm_full_region;
 
 /* Writes <dir>/full-<id>.rank-<rank>; *bytes gets the bytes written.  The
  * caller removes older files (crpm_full_prune) once every rank has written. */
-int crpm_full_write(const char *dir, int rank, uint64_t id, int nregions, const crpm_full_region *r,
+int crpm_full_write(const char *dir, int rank, uint64_t id, int nregions, const crpm_array *r,
                     uint64_t *bytes);
 /* The two newest complete checkpoint ids of this rank, newest first; -1
  * where there is none. */
@@ -24,7 +20,7 @@ void crpm_full_newest(const char *dir, int rank, int64_t ids[2]);
 /* Removes this rank's files other than checkpoint `keep`. */
 void crpm_full_prune(const char *dir, int rank, uint64_t keep);
 /* Reads checkpoint `id` into the arrays; ids and sizes must match. */
-int crpm_full_read(const char *dir, int rank, uint64_t id, int nregions, const crpm_full_region *r);
+int crpm_full_read(const char *dir, int rank, uint64_t id, int nregions, const crpm_array *r);
 /* Removes all of this rank's full checkpoint files. */
 void crpm_full_remove(const char *dir, int rank);
 #endif

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "container.h"
+#include "engine.h"
 #include "track.h"
 
 static double mono(void)

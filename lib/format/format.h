@@ -12,6 +12,7 @@
 #ifndef CRPM_FORMAT_H
 #define CRPM_FORMAT_H
 #include <stdint.h>
+#include "fsutil.h" /* CRPM_JOB_MAX */
 
 #define CRPM_MAGIC "CRPMCONT"
 #define CRPM_SLOT_MAGIC "CRPMSLOT"
@@ -22,7 +23,6 @@
 #define CRPM_DEFAULT_BLOCK 256u
 #define CRPM_DEFAULT_SLOT (8u << 20)
 #define CRPM_NO_PHYS UINT32_MAX
-#define CRPM_JOB_MAX 128
 
 struct crpm_super {
     char magic[8];

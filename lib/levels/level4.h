@@ -9,7 +9,7 @@
  *   /rank_<r>              one group per rank; attributes rank, nregions
  *   /rank_<r>/id_<id>      one dataset per protected array, 1-D, `count`
  *                          elements of the native HDF5 type of its type code;
- *                          chunked with the Fletcher32 checksum filter;
+ *                          chunked; attribute crc32 holds the checksum of its data;
  *                          attributes type_code (int32), elem_size (uint64)
  *
  * Types: C codes map to H5T_NATIVE_*, complex to a compound {r, i} (the
@@ -32,21 +32,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "array.h"
 
 #define CRPM_L4_FORMAT 1
-
-typedef struct crpm_l4_region {
-    int32_t id;
-    int32_t type_code;
-    uint64_t elem_size;
-    uint64_t count;
-    void *ptr;
-} crpm_l4_region;
 
 /* Collective; writes <glbl_dir>/<job>/l4-<ckpt_id>.h5 via a temp name +
  * rename; keeps the newest `keep` files (at least the one just written). */
 int crpm_l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ckpt_id, uint64_t epoch,
-                  int nregions, const crpm_l4_region *regions, int keep);
+                  int nregions, const crpm_array *regions, int keep);
 
 /* Collective; newest valid file (structure and every data checksum checked)
  * for this job and rank count; CRPM_ERR_NOCKPT if none.  Newer files that
@@ -56,7 +49,7 @@ int crpm_l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, ch
 
 /* Collective; reads this rank's datasets into regions[i].ptr; checks ids and
  * sizes (the saved set must equal the given set). */
-int crpm_l4_read(MPI_Comm comm, const char *path, int nregions, const crpm_l4_region *regions);
+int crpm_l4_read(MPI_Comm comm, const char *path, int nregions, const crpm_array *regions);
 
 /* ---- serial helpers (tools; no MPI needed) ----------------------------- */
 
@@ -64,7 +57,7 @@ int crpm_l4_read(MPI_Comm comm, const char *path, int nregions, const crpm_l4_re
 typedef struct crpm_l4_rank {
     int32_t rank;
     int nregions;
-    const crpm_l4_region *regions;
+    const crpm_array *regions;
 } crpm_l4_rank;
 
 /* Fills dst (elem_size * count bytes) with region `idx` of entry `entry`. */

@@ -14,7 +14,9 @@
 
 #include <ini.h>
 
-#include "engine.h"
+#include "error.h"
+#include "fsutil.h"
+#include "persist.h" /* enum crpm_persistence */
 
 enum key_id {
     K_CKPT_DIR, K_JOB_NAME, K_CKPT_INTERVAL, K_CKPT_INTERVAL_S, K_KEEP_LAST_CKPT, K_VERBOSITY,
@@ -147,19 +149,9 @@ static int parse_size(const char *v, uint64_t *out)
     return 0;
 }
 
-static int valid_job_name(const char *v)
-{
-    if (!*v || strcmp(v, ".") == 0 || strcmp(v, "..") == 0 || strlen(v) >= CRPM_CFG_NAME_MAX)
-        return 0;
-    for (const char *p = v; *p; p++)
-        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.')
-            return 0;
-    return 1;
-}
-
 static int set_path(char *dst, const char *v)
 {
-    if (strlen(v) >= CRPM_CFG_PATH_MAX)
+    if (strlen(v) >= CRPM_PATH_MAX)
         return -1;
     strcpy(dst, v);
     return 0;
@@ -201,7 +193,7 @@ static int handler(void *user, const char *section, const char *name, const char
         want = "a path";
         break;
     case K_JOB_NAME:
-        ok = valid_job_name(value);
+        ok = crpm_job_name_valid(value);
         if (ok)
             strcpy(cfg->job_name, value);
         want = "a name of letters, digits, '.', '_' or '-'";
@@ -307,7 +299,7 @@ int crpm_config_parse(const char *text, const char *name, crpm_config *cfg)
         return crpm_error(CRPM_ERR_CONFIG, "environment CRPM_CKPT_DIR: path too long");
     env = getenv("CRPM_JOB_NAME");
     if (env && *env) {
-        if (!valid_job_name(env))
+        if (!crpm_job_name_valid(env))
             return crpm_error(CRPM_ERR_CONFIG,
                               "environment CRPM_JOB_NAME='%s': expected letters, digits, '.', '_' or '-'", env);
         strcpy(cfg->job_name, env);

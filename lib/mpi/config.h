@@ -6,14 +6,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CRPM_CFG_PATH_MAX 4096
-#define CRPM_CFG_NAME_MAX 128
+#include "fsutil.h" /* CRPM_PATH_MAX, CRPM_JOB_MAX */
 
 typedef struct crpm_config {
     /* [basic] */
-    char ckpt_dir[CRPM_CFG_PATH_MAX];   /* required (file or CRPM_CKPT_DIR) */
-    char job_name[CRPM_CFG_NAME_MAX];   /* default "crpm" */
-    char glbl_dir[CRPM_CFG_PATH_MAX];   /* "" = no level 4 */
+    char ckpt_dir[CRPM_PATH_MAX];   /* required (file or CRPM_CKPT_DIR) */
+    char job_name[CRPM_JOB_MAX];   /* default "crpm" */
+    char glbl_dir[CRPM_PATH_MAX];   /* "" = no level 4 */
     long ckpt_interval;                 /* snapshot iterations; 0 = off */
     double ckpt_interval_s;             /* snapshot seconds; 0 = off */
     long ckpt_interval_l4;              /* every N-th snapshot checkpoint is L4; 0 = never */

@@ -1,0 +1,111 @@
+/*
+ * libcrpm: the MPI-free part of the public API -- return codes, levels,
+ * data types, statistics and error text.  crpm.h includes it; code that must
+ * not see MPI (the engine, tools) includes only this header.
+ */
+#ifndef CRPM_TYPES_H
+#define CRPM_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "crpm_version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Marks the exported API; everything else in libcrpm.so is hidden. */
+#if defined(__GNUC__)
+#define CRPM_API __attribute__((visibility("default")))
+#else
+#define CRPM_API
+#endif
+
+/* ---- return codes ------------------------------------------------------ */
+#define CRPM_SUCCESS          0
+#define CRPM_ERR_INVAL      (-1)  /* invalid argument */
+#define CRPM_ERR_STATE      (-2)  /* call out of order (e.g. protect before init) */
+#define CRPM_ERR_NOMEM      (-3)  /* out of memory */
+#define CRPM_ERR_IO         (-4)  /* file-system or mapping error */
+#define CRPM_ERR_CONFIG     (-5)  /* bad or missing configuration */
+#define CRPM_ERR_CORRUPT    (-6)  /* checksum mismatch: corrupt container or file */
+#define CRPM_ERR_VERSION    (-7)  /* unsupported on-media format version */
+#define CRPM_ERR_FORMAT     (-8)  /* not a libcrpm container (bad magic) */
+#define CRPM_ERR_TRUNCATED  (-9)  /* container file shorter than its metadata says */
+#define CRPM_ERR_GEOMETRY  (-10)  /* segment/block size differs from the configuration */
+#define CRPM_ERR_IDENTITY  (-11)  /* container belongs to another job, rank or rank count */
+#define CRPM_ERR_MISMATCH  (-12)  /* protected arrays differ from what was saved */
+#define CRPM_ERR_NOCKPT    (-13)  /* no checkpoint to recover */
+#define CRPM_ERR_EPOCH     (-14)  /* ranks hold checkpoints that cannot be reconciled */
+#define CRPM_ERR_MPI       (-15)  /* an MPI call failed */
+#define CRPM_ERR_REMOTE    (-16)  /* the operation failed on another rank */
+#define CRPM_ERR_MISSING   (-17)  /* some ranks have no container for this job */
+#define CRPM_ERR_NRANKS    (-18)  /* checkpoint was written with another number of ranks */
+#define CRPM_ERR_HDF5      (-19)  /* an HDF5 call failed (level 4) */
+#define CRPM_ERR_NOTSUP    (-20)  /* feature not available in this build */
+#define CRPM_ERR_RANGE     (-21)  /* size or index out of range */
+
+/* ---- checkpoint levels ------------------------------------------------- */
+#define CRPM_L1 1   /* node-local differential container (persistent memory) */
+#define CRPM_L4 4   /* global checkpoint in parallel HDF5 under glbl_dir */
+
+/* ---- crpm_status() results --------------------------------------------- */
+#define CRPM_STATUS_FRESH 0  /* nothing to recover */
+#define CRPM_STATUS_L1    1  /* a level-1 checkpoint is available */
+#define CRPM_STATUS_L4    2  /* only a level-4 checkpoint is available */
+
+/* ---- crpm_snapshot() results (non-negative) ----------------------------- */
+#define CRPM_SNAP_NONE         0  /* nothing to do this call */
+#define CRPM_SNAP_RECOVERED    1  /* protected arrays were restored from a checkpoint */
+#define CRPM_SNAP_CHECKPOINTED 2  /* a checkpoint was taken */
+
+/* ---- data types -------------------------------------------------------- */
+/* A type is its code plus element size in bytes.  Codes below
+ * CRPM_TYPE_USER are the predefined C types; user types (structs) are
+ * opaque byte records made with crpm_init_type(). */
+typedef struct crpm_type {
+    int32_t code;
+    int32_t reserved;
+    int64_t size;
+} crpm_type_t;
+
+enum crpm_type_code {
+    CRPM_TC_CHAR = 1, CRPM_TC_SHORT, CRPM_TC_INT, CRPM_TC_LONG, CRPM_TC_LLONG,
+    CRPM_TC_UINT, CRPM_TC_ULONG, CRPM_TC_FLOAT, CRPM_TC_DOUBLE, CRPM_TC_LDOUBLE,
+    CRPM_TC_BYTE,
+    /* fixed-width codes used by the Fortran bindings */
+    CRPM_TC_INT8, CRPM_TC_INT16, CRPM_TC_INT32, CRPM_TC_INT64,
+    CRPM_TC_COMPLEX_FLOAT, CRPM_TC_COMPLEX_DOUBLE, CRPM_TC_LOGICAL,
+    CRPM_TYPE_USER = 100
+};
+
+CRPM_API extern const crpm_type_t CRPM_CHAR, CRPM_SHORT, CRPM_INT, CRPM_LONG, CRPM_LLONG,
+    CRPM_UINT, CRPM_ULONG, CRPM_FLOAT, CRPM_DOUBLE, CRPM_LDOUBLE, CRPM_BYTE;
+
+/* Define a user type of `size` bytes per element (e.g. sizeof(struct atom)). */
+CRPM_API int crpm_init_type(crpm_type_t *type, size_t size);
+
+/* Text for a return code (never NULL). */
+CRPM_API const char *crpm_strerror(int code);
+
+/* Detailed message of this rank's most recent error ("" if none). */
+CRPM_API const char *crpm_last_error(void);
+
+/* Statistics of this rank's checkpoints. */
+typedef struct crpm_stats {
+    uint64_t checkpoints;      /* number of checkpoints taken */
+    uint64_t protected_bytes;  /* bytes protected at the last checkpoint */
+    uint64_t bytes_compared;   /* bytes of working copy compared */
+    uint64_t bytes_written;    /* bytes written to the container */
+    uint64_t blocks_written;   /* blocks written to the container */
+    uint64_t drains;           /* persistence fences */
+    double   seconds;          /* wall time spent in checkpoints */
+} crpm_stats_t;
+
+/* last: the most recent checkpoint; total: since init.  Either may be NULL. */
+CRPM_API int crpm_get_stats(crpm_stats_t *last, crpm_stats_t *total);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CRPM_TYPES_H */

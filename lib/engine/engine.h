@@ -1,0 +1,29 @@
+/* Checkpoint engine: failure-atomic differential checkpoints of the
+ * protected arrays into one container per process (buffered mode: the
+ * arrays are the DRAM working copy).  No MPI here: the levels and the MPI
+ * layer coordinate ranks on top of it. */
+#ifndef CRPM_ENGINE_H
+#define CRPM_ENGINE_H
+
+#include "container.h"
+
+/* Opens (or creates) the container, with change tracking when asked for.
+ * *created tells which (may be NULL). */
+int crpm_container_open(const crpm_open_opts *o, crpm_container **out, int *created);
+int crpm_container_close(crpm_container *c);
+
+int crpm_container_protect(crpm_container *c, int32_t id, void *ptr, uint64_t count,
+                           int32_t type_code, uint64_t elem_size);
+int crpm_container_unprotect(crpm_container *c, int32_t id);
+
+/* Commit epoch+1 holding the protected arrays. */
+int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t *st);
+/* Copy the committed epoch into the protected arrays; the protected set must
+ * match the saved one (ids, element sizes, counts). */
+int crpm_container_recover(crpm_container *c);
+
+/* NULL: change tracking not asked for; "pagemap": active; otherwise the
+ * reason it is not available (every block is compared instead). */
+const char *crpm_container_tracking(const crpm_container *c);
+
+#endif

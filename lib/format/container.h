@@ -1,0 +1,133 @@
+/* Container format layer: open, validate, commit and inspect one rank's
+ * container file (on-media layout in format.h).  The engine (engine.h)
+ * checkpoints and recovers through it; tools read containers through it. */
+#ifndef CRPM_CONTAINER_H
+#define CRPM_CONTAINER_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "crpm_types.h"
+#include "array.h"
+#include "error.h"
+#include "persist.h"
+#include "format.h"
+
+typedef struct crpm_container crpm_container;
+
+typedef struct crpm_open_opts {
+    const char *path;
+    uint64_t segment_size;     /* power of two; 0 = default 2 MiB (checked on open if nonzero) */
+    uint64_t block_size;       /* power of two; 0 = default 256 B */
+    const char *job_name;      /* identity: written on create, checked on open if non-NULL */
+    int32_t rank, nranks;      /* identity: checked on open when nranks > 0 */
+    int persistence;           /* enum crpm_persistence */
+    const crpm_backend *backend; /* overrides persistence (tests: &crpm_backend_sim) */
+    int create;                /* 1: create if missing; 0: must exist */
+    uint64_t slot_size;        /* bytes per metadata slot on create; 0 = room for 64 GiB */
+    int change_tracking;       /* 1: compare only pages the kernel saw written (track.h) */
+} crpm_open_opts;
+
+/* Hook points for tests (process-kill injection). */
+enum crpm_hook_point { CRPM_HOOK_BEFORE_DATA = 1, CRPM_HOOK_AFTER_DATA, CRPM_HOOK_AFTER_COMMIT };
+typedef void (*crpm_hook_fn)(void *arg, int point, uint64_t epoch);
+
+/* Opens (or creates) the container file without the engine's change
+ * tracking; crpm_container_open (engine.h) is the full open. */
+int crpm_format_open(const crpm_open_opts *o, crpm_container **out, int *created);
+void crpm_format_close(crpm_container *c);
+
+uint64_t crpm_container_epoch(const crpm_container *c);      /* 0 = nothing committed */
+int crpm_container_prev_available(const crpm_container *c);  /* epoch-1 is recoverable */
+uint64_t crpm_container_user_id(const crpm_container *c);    /* application's checkpoint id */
+/* Durably make epoch-1 the committed epoch. */
+int crpm_container_rollback(crpm_container *c);
+
+/* Saved regions of the committed epoch (for inspection, export, level 4);
+ * the descriptor's ptr and name are NULL. */
+int crpm_container_nregions(const crpm_container *c);
+int crpm_container_region(const crpm_container *c, int idx, crpm_array *out);
+/* Copies saved region idx (committed epoch) into dst (its bytes). */
+int crpm_container_read_region(const crpm_container *c, int idx, void *dst);
+
+/* Prints superblock, geometry, epochs, regions and checksum verdicts of a
+ * container file; returns CRPM_SUCCESS or the code of the first failed check. */
+int crpm_inspect_file(const char *path, FILE *out);
+
+void crpm_container_set_hook(crpm_container *c, crpm_hook_fn fn, void *arg);
+crpm_media *crpm_container_media(crpm_container *c);
+uint64_t crpm_container_segment_size(const crpm_container *c);
+uint64_t crpm_container_block_size(const crpm_container *c);
+/* Identity stored at creation: job name (NUL-terminated into job[len]),
+ * rank and number of ranks. */
+void crpm_container_identity(const crpm_container *c, char *job, size_t len, int32_t *rank, int32_t *nranks);
+
+/* ---- internals shared by container.c (format, commit) and the engine ---- */
+typedef struct crpm_seg {
+    uint32_t phys[2];
+    uint32_t state;
+} crpm_seg;
+
+typedef struct crpm_region {
+    /* as saved in the committed epoch (saved == 0: not in it) */
+    int saved;
+    int32_t id;
+    int32_t type_code;
+    uint64_t elem_size;
+    uint64_t count;
+    uint64_t nsegs;
+    crpm_seg *segs;
+    /* as protected now */
+    void *ptr;
+    int32_t p_type_code;
+    uint64_t p_elem_size;
+    uint64_t p_count;
+    /* change tracking (volatile, only with a tracker) */
+    int tracked;             /* ptr..ptr+bytes is registered with the tracker */
+    int stale_valid;         /* stale describes the two copies */
+    int rescan_all;          /* a scan's report was lost: treat every block as written */
+    int scanned;             /* wbits holds this checkpoint's scan */
+    uint64_t *wbits;         /* blocks reported written by this checkpoint's scan */
+    uint64_t *stale;         /* blocks where the two NVM copies may differ */
+    uint64_t bits_cap;       /* words in wbits and stale */
+    uint64_t wbytes;         /* bytes on pages this checkpoint's scan reported written */
+    int hot_left;            /* checkpoints left that compare it whole, unscanned (densely written) */
+    int hot_len;             /* length of its next hot period */
+    int report_fresh;        /* the next scan reports one epoch's writes (not a hot period's) */
+} crpm_region;
+
+struct crpm_container {
+    crpm_media media;
+    char *path;
+    struct crpm_super sb;
+    uint64_t epoch;          /* committed */
+    int in_progress;         /* commit word's flag */
+    int prev_ok;
+    uint64_t user_id;
+    uint64_t nphys;          /* segments the pool holds (file extent) */
+    crpm_region *regions;
+    int nregions, cap_regions;
+    uint8_t *used;           /* per physical segment: referenced or allocated */
+    uint64_t used_cap;
+    uint32_t *reserved;      /* per physical segment: bytes known to have storage */
+    uint64_t hint;           /* where the next free-segment search starts */
+    struct crpm_tracker *trk; /* NULL: compare every block */
+    int want_tracking;
+    char track_msg[256];      /* why tracking was not available */
+    crpm_hook_fn hook;
+    void *hook_arg;
+};
+
+/* container.c */
+uint64_t crpm_commit_word(uint64_t nonce, uint64_t epoch, int in_progress);
+int crpm_write_commit(crpm_container *c, uint64_t epoch, int in_progress);
+int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_t nphys,
+                    crpm_region *regs, int nregs, crpm_seg **segs);
+int crpm_load_slot(crpm_container *c, uint64_t epoch);
+int crpm_grow_pool(crpm_container *c, uint64_t min_nphys);
+int crpm_reserve_seg(crpm_container *c, uint32_t phys, uint64_t len);
+void crpm_mark_used(crpm_container *c);
+char *crpm_seg_addr(crpm_container *c, uint32_t phys);
+void crpm_free_regions(crpm_container *c);
+int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst);
+#endif

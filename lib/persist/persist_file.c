@@ -1,0 +1,105 @@
+/* File mapping shared by the real backends and the simulator: map, grow,
+ * reserve storage, and atomic creation of a new container file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libpmem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "error.h"
+#include "fsutil.h"
+#include "persist_file.h"
+
+int crpm_file_map(crpm_media *m, const char *path)
+{
+    size_t len = 0;
+    int is_pmem = 0;
+    void *addr;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return crpm_error(CRPM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    if (st.st_size == 0)
+        return crpm_error(CRPM_ERR_TRUNCATED, "%s is empty", path);
+    addr = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
+    if (!addr)
+        return crpm_error(CRPM_ERR_IO, "cannot map %s: %s", path, pmem_errormsg());
+    m->base = addr;
+    m->size = len;
+    m->is_pmem = is_pmem;
+    return CRPM_SUCCESS;
+}
+
+int crpm_file_resize(crpm_media *m, const char *path, size_t new_size)
+{
+    size_t len = 0;
+    int is_pmem = 0;
+    int fd = open(path, O_RDWR);
+    if (fd < 0)
+        return crpm_error(CRPM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    /* sparse: segments get storage when first written (crpm_file_reserve),
+     * so a region's unused tail costs no memory on tmpfs or DAX */
+    int rc = ftruncate(fd, (off_t)new_size) != 0 ? errno : 0;
+    if (rc == 0 && fsync(fd) != 0)
+        rc = errno;
+    close(fd);
+    if (rc)
+        return crpm_error(CRPM_ERR_IO, "cannot grow %s to %zu bytes: %s", path, new_size, strerror(rc));
+    void *addr = pmem_map_file(path, 0, 0, 0, &len, &is_pmem);
+    if (!addr)
+        return crpm_error(CRPM_ERR_IO, "cannot map %s: %s", path, pmem_errormsg());
+    pmem_unmap(m->base, m->size);
+    m->base = addr;
+    m->size = len;
+    m->is_pmem = is_pmem;
+    return CRPM_SUCCESS;
+}
+
+int crpm_file_reserve(const char *path, size_t off, size_t len)
+{
+    int fd = open(path, O_RDWR);
+    if (fd < 0)
+        return crpm_error(CRPM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    int rc = posix_fallocate(fd, (off_t)off, (off_t)len);
+    close(fd);
+    if (rc)
+        return crpm_error(CRPM_ERR_IO, "cannot allocate %zu bytes in %s: %s", len, path, strerror(rc));
+    return CRPM_SUCCESS;
+}
+
+void crpm_file_unmap(crpm_media *m)
+{
+    if (m->base)
+        pmem_unmap(m->base, m->size);
+    m->base = NULL;
+    m->size = 0;
+}
+
+int crpm_persist_create_file(const char *path, size_t size, const void *init, size_t len)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
+    unlink(tmp);
+    int rc = CRPM_SUCCESS, err;
+    int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) {
+        rc = crpm_error(CRPM_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    } else if ((err = posix_fallocate(fd, 0, (off_t)size)) != 0) {
+        rc = crpm_error(CRPM_ERR_IO, "cannot allocate %zu bytes for %s: %s", size, path, strerror(err));
+    } else if (pwrite(fd, init, len, 0) != (ssize_t)len || fsync(fd) != 0) {
+        rc = crpm_error(CRPM_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    }
+    if (fd >= 0)
+        close(fd);
+    if (rc == CRPM_SUCCESS)
+        rc = crpm_durable_rename(tmp, path);
+    if (rc)
+        unlink(tmp);
+    free(tmp);
+    return rc;
+}
+

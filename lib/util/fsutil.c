@@ -1,0 +1,149 @@
+/* File-system rules (fsutil.h). */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "error.h"
+#include "fsutil.h"
+
+int crpm_mkdir_p(const char *dir)
+{
+    char tmp[CRPM_PATH_MAX];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp)
+        return crpm_error(CRPM_ERR_RANGE, "path too long (%zu characters, at most %d): %.200s...", strlen(dir),
+                          CRPM_PATH_MAX - 1, dir);
+    for (char *p = tmp + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char save = *p;
+        *p = '\0';
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+            return crpm_error(CRPM_ERR_IO, "cannot create directory %s: %s", tmp, strerror(errno));
+        *p = save;
+        if (!save)
+            break;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return crpm_error(CRPM_ERR_IO, "%s is not a directory", dir);
+    return CRPM_SUCCESS;
+}
+
+int crpm_sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0 || fsync(fd) != 0) {
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        return crpm_error(CRPM_ERR_IO, "cannot sync directory %s: %s", dir, strerror(err));
+    }
+    close(fd);
+    return CRPM_SUCCESS;
+}
+
+int crpm_sync_file(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0 || fsync(fd) != 0) {
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        return crpm_error(CRPM_ERR_IO, "cannot sync %s: %s", path, strerror(err));
+    }
+    close(fd);
+    return CRPM_SUCCESS;
+}
+
+int crpm_durable_rename(const char *from, const char *to)
+{
+    if (rename(from, to) != 0)
+        return crpm_error(CRPM_ERR_IO, "cannot rename %s to %s: %s", from, to, strerror(errno));
+    /* The new name must be durable before anyone relies on the file. */
+    char dir[CRPM_PATH_MAX];
+    if ((size_t)snprintf(dir, sizeof dir, "%s", to) >= sizeof dir)
+        return crpm_error(CRPM_ERR_RANGE, "path too long: %.200s...", to);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        strcpy(dir, ".");
+    return crpm_sync_dir(dir);
+}
+
+int crpm_unlink_quiet(const char *path)
+{
+    if (unlink(path) != 0 && errno != ENOENT)
+        return crpm_error(CRPM_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
+    return CRPM_SUCCESS;
+}
+
+int crpm_job_name_valid(const char *v)
+{
+    if (!v || !*v || strcmp(v, ".") == 0 || strcmp(v, "..") == 0 || strlen(v) >= CRPM_JOB_MAX)
+        return 0;
+    for (const char *p = v; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.')
+            return 0;
+    return 1;
+}
+
+static int fit(int n, size_t len, const char *what)
+{
+    if (n < 0 || (size_t)n >= len)
+        return crpm_error(CRPM_ERR_RANGE, "path of %s too long (at most %zu characters)", what, len - 1);
+    return CRPM_SUCCESS;
+}
+
+int crpm_name_join(char *out, size_t len, const char *dir, const char *name)
+{
+    return fit(snprintf(out, len, "%s/%s", dir, name), len, name);
+}
+
+int crpm_name_container(char *out, size_t len, const char *job_dir, int rank)
+{
+    return fit(snprintf(out, len, "%s/rank-%d.crpm", job_dir, rank), len, "a container");
+}
+
+int crpm_name_l4(char *out, size_t len, const char *dir, int ckpt_id)
+{
+    return fit(snprintf(out, len, "%s/l4-%d.h5", dir, ckpt_id), len, "a level-4 file");
+}
+
+int crpm_name_full(char *out, size_t len, const char *dir, int rank, uint64_t id, int tmp)
+{
+    return fit(snprintf(out, len, "%s/%sfull-%llu.rank-%d", dir, tmp ? "." : "", (unsigned long long)id, rank),
+               len, "a full checkpoint file");
+}
+
+int crpm_parse_container_name(const char *name)
+{
+    int k, end = 0;
+    if (sscanf(name, "rank-%d.crpm%n", &k, &end) == 1 && name[end] == '\0' && k >= 0)
+        return k;
+    return -1;
+}
+
+int crpm_parse_l4_name(const char *name, int32_t *id)
+{
+    if (strncmp(name, "l4-", 3) != 0)
+        return -1;
+    const char *p = name + 3;
+    if (*p == '-')
+        p++;
+    if (*p < '0' || *p > '9')
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(name + 3, &end, 10);
+    if (errno || strcmp(end, ".h5") != 0 || v < INT32_MIN || v > INT32_MAX)
+        return -1;
+    *id = (int32_t)v;
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* File-system rules, each in one place: directory creation, durable rename
+ * and removal, the job-name rule and the names of every checkpoint file. */
+#ifndef CRPM_UTIL_FSUTIL_H
+#define CRPM_UTIL_FSUTIL_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest path the library builds (including the NUL). */
+#define CRPM_PATH_MAX 4096
+/* Longest job name (including the NUL); it is stored in every container. */
+#define CRPM_JOB_MAX 128
+
+/* Creates dir and its parents; an existing directory is fine. */
+int crpm_mkdir_p(const char *dir);
+/* fsync of a directory, so renames and unlinks in it are durable. */
+int crpm_sync_dir(const char *dir);
+/* fsync of a file by name. */
+int crpm_sync_file(const char *path);
+/* rename(from, to), then fsync of to's directory; either failure is reported. */
+int crpm_durable_rename(const char *from, const char *to);
+/* unlink that treats a missing file as success. */
+int crpm_unlink_quiet(const char *path);
+
+/* Job names become directory names: 1..CRPM_JOB_MAX-1 characters of
+ * [A-Za-z0-9_.-], not "." or "..".  Returns 1 if valid. */
+int crpm_job_name_valid(const char *name);
+
+/* Checkpoint file names (return 0, or CRPM_ERR_RANGE if out is too small). */
+int crpm_name_join(char *out, size_t len, const char *dir, const char *name);
+int crpm_name_container(char *out, size_t len, const char *job_dir, int rank);   /* rank-<r>.crpm */
+int crpm_name_l4(char *out, size_t len, const char *dir, int ckpt_id);           /* l4-<id>.h5 */
+int crpm_name_full(char *out, size_t len, const char *dir, int rank, uint64_t id, int tmp);
+/* Parses "rank-<r>.crpm"; returns r or -1. */
+int crpm_parse_container_name(const char *name);
+/* Parses "l4-<id>.h5"; returns 0 and sets *id, or -1. */
+int crpm_parse_l4_name(const char *name, int32_t *id);
+
+#endif
