@@ -1,0 +1,76 @@
+/* Checkpoint levels: every way of storing a checkpoint is one module behind
+ * this ops table.  The MPI layer drives them; a level never decides for the
+ * job (restart decisions are made in lib/mpi/decide.c).
+ *
+ *   level_l1.c    differential container on node-local NVM (the engine)
+ *   level_full.c  FTI-level-1-style full files (method = full, the baseline)
+ *   level_l4.c    parallel HDF5 on the global file system
+ *
+ * Ops return CRPM_SUCCESS or a negative CRPM_ERR_* with a message.  write,
+ * read and undo are local unless the level says otherwise (level 4's are
+ * collective over env->comm and agree by themselves). */
+#ifndef CRPM_LEVELS_LEVEL_H
+#define CRPM_LEVELS_LEVEL_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include "array.h"
+#include "crpm_types.h"
+#include "engine.h"
+
+/* What a level needs to know about the job; owned by the caller. */
+typedef struct crpm_level_env {
+    MPI_Comm comm;
+    int rank, nranks;
+    const char *job_name;
+    const char *job_dir;       /* node-local: <ckpt_dir>/<job> */
+    const char *glbl_dir;      /* level 4: global file system ("" = none) */
+    int keep_l4;               /* level-4 files kept */
+    uint64_t epoch;            /* the job's committed epoch, recorded in level-4 files */
+} crpm_level_env;
+
+typedef struct crpm_level crpm_level;
+
+typedef struct crpm_level_ops {
+    const char *name;          /* for messages: "L1", "full", "L4" */
+    /* An array was (re)registered: levels that follow arrays between
+     * checkpoints (the differential engine) learn it here.  May be NULL. */
+    int (*protect)(crpm_level *lv, const crpm_array *a);
+    /* Writes checkpoint `id` of the arrays; *committed tells whether this
+     * rank's checkpoint became durable (even when an error is returned). */
+    int (*write)(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm_stats_t *st, int *committed);
+    /* Every rank wrote `id`: older data may go.  May be NULL. */
+    int (*committed)(crpm_level *lv, int64_t id);
+    /* This rank's write succeeded but another's failed: return durably to
+     * the checkpoint before it.  May be NULL (nothing to undo). */
+    int (*undo)(crpm_level *lv);
+    /* Reads the checkpoint chosen at restart into the arrays. */
+    int (*read)(crpm_level *lv, const crpm_array *a, int n);
+    /* Removes this rank's files of the level (finalize without keep). */
+    int (*remove)(crpm_level *lv);
+    void (*close)(crpm_level *lv);
+} crpm_level_ops;
+
+struct crpm_level {
+    const crpm_level_ops *ops;
+    const crpm_level_env *env;
+    void *state;
+};
+
+/* Level 1: wraps an open container (the level takes ownership of it). */
+int crpm_level_l1(crpm_level *lv, const crpm_level_env *env, crpm_container *c);
+crpm_container *crpm_level_l1_container(crpm_level *lv);
+/* method = full; `restart_id` is the agreed checkpoint to read (-1 = none). */
+int crpm_level_full(crpm_level *lv, const crpm_level_env *env, int64_t restart_id);
+/* Level 4; `restart_path` is the file chosen at restart ("" = none). */
+int crpm_level_l4(crpm_level *lv, const crpm_level_env *env, const char *restart_path);
+
+static inline void crpm_level_close(crpm_level *lv)
+{
+    if (lv->ops && lv->ops->close)
+        lv->ops->close(lv);
+    lv->ops = NULL;
+    lv->state = NULL;
+}
+
+#endif

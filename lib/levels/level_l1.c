@@ -1,0 +1,48 @@
+/* Level 1: the differential container of this rank (lib/engine). */
+#include <stdlib.h>
+#include "level.h"
+
+static crpm_container *cont(crpm_level *lv) { return lv->state; }
+
+static int l1_protect(crpm_level *lv, const crpm_array *a)
+{
+    return crpm_container_protect(cont(lv), a->id, a->ptr, a->count, a->type_code, a->elem_size);
+}
+
+static int l1_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm_stats_t *st, int *committed)
+{
+    (void)a; /* the container follows the arrays through protect */
+    (void)n;
+    uint64_t before = crpm_container_epoch(cont(lv));
+    int rc = crpm_container_checkpoint(cont(lv), (uint64_t)id, st);
+    *committed = crpm_container_epoch(cont(lv)) == before + 1;
+    return rc;
+}
+
+static int l1_undo(crpm_level *lv) { return crpm_container_rollback(cont(lv)); }
+
+static int l1_read(crpm_level *lv, const crpm_array *a, int n)
+{
+    (void)a;
+    (void)n;
+    return crpm_container_recover(cont(lv));
+}
+
+static void l1_close(crpm_level *lv) { crpm_container_close(cont(lv)); }
+
+static const crpm_level_ops l1_ops = {
+    .name = "L1",
+    .protect = l1_protect,
+    .write = l1_write,
+    .undo = l1_undo,
+    .read = l1_read,
+    .close = l1_close,
+};
+
+int crpm_level_l1(crpm_level *lv, const crpm_level_env *env, crpm_container *c)
+{
+    *lv = (crpm_level){&l1_ops, env, c};
+    return CRPM_SUCCESS;
+}
+
+crpm_container *crpm_level_l1_container(crpm_level *lv) { return lv->ops == &l1_ops ? lv->state : NULL; }

@@ -1,0 +1,46 @@
+/* All state of the library in one place: the job (communicator, paths,
+ * configuration), the levels, the protected arrays, the restart verdict, the
+ * snapshot schedule and the statistics. */
+#ifndef CRPM_MPI_CONTEXT_H
+#define CRPM_MPI_CONTEXT_H
+
+#include <mpi.h>
+#include "array.h"
+#include "config.h"
+#include "level.h"
+
+typedef struct crpm_ctx {
+    MPI_Comm comm;             /* private duplicate of the application's communicator */
+    int rank, nranks;
+    crpm_config cfg;
+    char job_dir[CRPM_PATH_MAX];
+    char path[CRPM_PATH_MAX];  /* this rank's container */
+    crpm_level_env env;        /* what the levels see of the above */
+
+    /* levels: `primary` takes every checkpoint (L1 or full), `l4` the level-4 ones */
+    crpm_level primary;
+    crpm_level l4;
+    crpm_level *source;        /* what crpm_recover reads; NULL = fresh start */
+    int status;                /* CRPM_STATUS_* decided at init */
+    int recovered;             /* snapshot must not recover a second time */
+    int broken;                /* a failed undo left the container state unknown */
+    uint64_t last_id;          /* last checkpoint id (snapshot numbers from here) */
+
+    /* protected arrays, in protect order */
+    crpm_array *arrays;
+    int narrays, cap_arrays;
+
+    /* snapshot schedule */
+    long iters_since;
+    double last_ckpt_time;
+    long snap_ckpts;
+
+    crpm_stats_t last, total;
+
+    /* internal test hook (CRPM_TEST_KILL, builds with CRPM_TEST_HOOKS only) */
+    struct { int point, n; } kills[8];
+    int nkills;
+    uint64_t ckpt_count;       /* checkpoints started by this process */
+} crpm_ctx;
+
+#endif

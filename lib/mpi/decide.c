@@ -1,0 +1,187 @@
+/* Restart decision (decide.h). */
+#include <stdio.h>
+#include "config.h"
+#include "decide.h"
+#include "error.h"
+
+static const int64_t *row(const crpm_restart_facts *f, int r) { return f->rank + (size_t)r * CRPM_F_N; }
+
+/* Level 1 alone: what the containers allow. */
+static void judge_l1(const crpm_restart_facts *f, crpm_verdict *v)
+{
+    int mismatch = 0, all_zero = 1;
+    v->emin = INT64_MAX;
+    v->emax = -1;
+    v->extra = -1;
+    for (int r = 0; r < f->nranks; r++) {
+        const int64_t *x = row(f, r);
+        v->n_exist += x[CRPM_F_EXISTS] != 0;
+        v->n_fail += x[CRPM_F_RC] < 0;
+        mismatch |= x[CRPM_F_NRANKS] != 0;
+        if (x[CRPM_F_EXTRA] > v->extra)
+            v->extra = (int)x[CRPM_F_EXTRA];
+        if (x[CRPM_F_EXISTS] && x[CRPM_F_RC] == 0) {
+            all_zero &= x[CRPM_F_EPOCH] == 0;
+            v->emin = x[CRPM_F_EPOCH] < v->emin ? x[CRPM_F_EPOCH] : v->emin;
+            v->emax = x[CRPM_F_EPOCH] > v->emax ? x[CRPM_F_EPOCH] : v->emax;
+        }
+    }
+    if (v->emax < 0)
+        v->emin = -1;
+    /* A rank one epoch ahead must still hold the epoch the others are at. */
+    for (int r = 0; r < f->nranks; r++) {
+        const int64_t *x = row(f, r);
+        if (v->n_exist == f->nranks && v->n_fail == 0 && x[CRPM_F_EPOCH] == v->emin + 1 && !x[CRPM_F_PREV])
+            v->bad_prev = 1;
+    }
+    if (mismatch || v->extra >= 0)
+        v->l1 = CRPM_L1S_NRANKS;
+    else if (v->n_exist == 0)
+        v->l1 = CRPM_L1S_FRESH;
+    else if (v->n_fail > 0)
+        v->l1 = CRPM_L1S_OPEN;
+    else if (v->n_exist < f->nranks)
+        v->l1 = all_zero ? CRPM_L1S_FRESH : CRPM_L1S_MISSING; /* empty containers hold no data */
+    else if (v->emax - v->emin > 1 || (v->bad_prev && v->emin > 0))
+        v->l1 = CRPM_L1S_EPOCH;
+    else
+        v->l1 = v->emin == 0 ? CRPM_L1S_FRESH : CRPM_L1S_USABLE;
+    if (v->l1 == CRPM_L1S_USABLE && f->l1_rejected)
+        v->l1 = CRPM_L1S_EPOCH;
+}
+
+/* method = full: the newest id every rank has a file of.  Each rank keeps
+ * its previous file until all have written the next one, so the two newest
+ * ids of every rank always contain a common one. */
+static void judge_full(const crpm_restart_facts *f, crpm_verdict *v)
+{
+    int64_t best = -1;
+    int any = 0;
+    for (int k = 0; k < 2 && f->nranks > 0; k++) {
+        int64_t cand = row(f, 0)[CRPM_F_FULL0 + k];
+        int everywhere = cand >= 0;
+        for (int r = 0; r < f->nranks && everywhere; r++)
+            everywhere = row(f, r)[CRPM_F_FULL0] == cand || row(f, r)[CRPM_F_FULL1] == cand;
+        if (everywhere && cand > best)
+            best = cand;
+    }
+    for (int r = 0; r < f->nranks; r++)
+        any |= row(f, r)[CRPM_F_FULL0] >= 0;
+    if (best >= 0) {
+        v->kind = CRPM_V_FULL;
+        v->full_id = best;
+    } else if (any) {
+        v->kind = CRPM_V_ERROR;
+        v->code = CRPM_ERR_EPOCH;
+        v->l1 = CRPM_L1S_FULL_NOCOMMON;
+    }
+}
+
+crpm_verdict crpm_decide_restart(const crpm_restart_facts *f)
+{
+    crpm_verdict v = {0};
+    v.full_id = -1;
+    judge_l1(f, &v);
+    if (v.l1 == CRPM_L1S_USABLE) {
+        v.kind = CRPM_V_L1;
+        v.epoch = v.emin;
+    } else if (!f->l4_known) {
+        /* A level-4 checkpoint takes precedence over a fresh start and over an error. */
+        v.kind = CRPM_V_ASK_L4;
+        return v;
+    } else if (f->l4_found) {
+        v.kind = CRPM_V_L4;
+    } else if (v.l1 == CRPM_L1S_FRESH) {
+        v.kind = CRPM_V_FRESH;
+    } else {
+        v.kind = CRPM_V_ERROR;
+        v.code = v.l1 == CRPM_L1S_NRANKS    ? CRPM_ERR_NRANKS
+                 : v.l1 == CRPM_L1S_MISSING ? CRPM_ERR_MISSING
+                 : v.l1 == CRPM_L1S_OPEN    ? CRPM_ERR_REMOTE /* refined per rank in crpm_verdict_error */
+                                            : CRPM_ERR_EPOCH;
+        return v;
+    }
+    if (f->method == CRPM_METHOD_FULL) {
+        if (v.kind != CRPM_V_FRESH) {
+            v.kind = CRPM_V_ERROR;
+            v.code = CRPM_ERR_CONFIG;
+            v.l1 = CRPM_L1S_FULL_ON_DIFF;
+        } else {
+            judge_full(f, &v);
+        }
+    }
+    return v;
+}
+
+/* "1, 4, 7" (at most 8 listed) for the ranks whose fact `field` passes. */
+static void fmt_ranks(char *buf, size_t n, const crpm_restart_facts *f, int field, int want)
+{
+    size_t used = 0;
+    int listed = 0, total = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < f->nranks; r++) {
+        int64_t x = row(f, r)[field];
+        int pass = want == 1 ? x != 0 : want == 0 ? x == 0 : x < 0;
+        if (!pass)
+            continue;
+        total++;
+        if (listed < 8 && used < n) {
+            used += (size_t)snprintf(buf + used, n - used, "%s%d", listed ? ", " : "", r);
+            listed++;
+        }
+    }
+    if (total > listed && used < n)
+        snprintf(buf + used, n - used, " and %d more", total - listed);
+}
+
+int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int me, const char *own_msg,
+                       const char *job_dir, const char *job_name)
+{
+    char ranks[256];
+    const int64_t *mine = row(f, me);
+    switch (v->l1) {
+    case CRPM_L1S_NRANKS:
+        if (v->extra >= 0)
+            return crpm_error(CRPM_ERR_NRANKS,
+                              "crpm_init: %s/rank-%d.crpm exists: the checkpoint of job '%s' was written by more "
+                              "than the %d ranks of this run",
+                              job_dir, v->extra, job_name, f->nranks);
+        fmt_ranks(ranks, sizeof ranks, f, CRPM_F_NRANKS, 1);
+        return crpm_error(CRPM_ERR_NRANKS,
+                          "crpm_init: the containers of rank(s) %s in %s were written by a run with another "
+                          "number of ranks (this run has %d)%s%s",
+                          ranks, job_dir, f->nranks, mine[CRPM_F_NRANKS] ? ": " : "",
+                          mine[CRPM_F_NRANKS] ? own_msg : "");
+    case CRPM_L1S_MISSING:
+        fmt_ranks(ranks, sizeof ranks, f, CRPM_F_EXISTS, 0);
+        return crpm_error(CRPM_ERR_MISSING,
+                          "crpm_init: job '%s' has checkpoints in %s but the container of rank(s) %s is missing; "
+                          "refusing to start fresh over them (remove the directory to start anew)",
+                          job_name, job_dir, ranks);
+    case CRPM_L1S_OPEN: {
+        if (mine[CRPM_F_RC] < 0)
+            return crpm_error((int)mine[CRPM_F_RC], "crpm_init: cannot open %s/rank-%d.crpm: %s", job_dir, me,
+                              own_msg);
+        fmt_ranks(ranks, sizeof ranks, f, CRPM_F_RC, -1);
+        int first = 0;
+        while (row(f, first)[CRPM_F_RC] == 0)
+            first++;
+        return crpm_error(CRPM_ERR_REMOTE,
+                          "crpm_init: the container of rank(s) %s in %s cannot be opened (rank %d: %s)", ranks,
+                          job_dir, first, crpm_strerror((int)row(f, first)[CRPM_F_RC]));
+    }
+    case CRPM_L1S_FULL_ON_DIFF:
+        return crpm_error(CRPM_ERR_CONFIG,
+                          "crpm_init: job '%s' has differential checkpoints; method = full cannot restart from them",
+                          job_name);
+    case CRPM_L1S_FULL_NOCOMMON:
+        return crpm_error(CRPM_ERR_EPOCH, "crpm_init: the ranks' full checkpoint files have no common id");
+    default:
+        if (own_msg && own_msg[0] && v->emax - v->emin <= 1 && !v->bad_prev)
+            return crpm_error(CRPM_ERR_EPOCH, "%s", own_msg);
+        return crpm_error(CRPM_ERR_EPOCH,
+                          "crpm_init: the containers in %s hold epochs %lld to %lld%s: they cannot be reconciled",
+                          job_dir, (long long)v->emin, (long long)v->emax,
+                          v->bad_prev ? " and a rank ahead has no previous epoch" : "");
+    }
+}

@@ -1,0 +1,60 @@
+/* The restart decision: a pure function from the facts every rank gathered
+ * at init to a verdict that every rank computes identically.  No MPI, no
+ * files: restart.c gathers the facts and applies the verdict. */
+#ifndef CRPM_MPI_DECIDE_H
+#define CRPM_MPI_DECIDE_H
+#include <stdint.h>
+
+/* One row of facts per rank. */
+enum crpm_fact {
+    CRPM_F_EXISTS,   /* its container file exists */
+    CRPM_F_RC,       /* 0, or the error opening it gave */
+    CRPM_F_NRANKS,   /* 1: it was written by a run with another rank count */
+    CRPM_F_EPOCH,    /* committed epoch (when opened) */
+    CRPM_F_PREV,     /* 1: epoch-1 is still recoverable */
+    CRPM_F_EXTRA,    /* node leaders: highest container rank >= nranks in the job directory, else -1 */
+    CRPM_F_FULL0,    /* method = full: newest and second newest checkpoint ids, -1 = none */
+    CRPM_F_FULL1,
+    CRPM_F_N
+};
+
+typedef struct crpm_restart_facts {
+    int nranks;
+    const int64_t *rank;   /* nranks rows of CRPM_F_N */
+    int method;            /* CRPM_METHOD_* */
+    int l1_rejected;       /* applying a level-1 verdict failed (ranks hold different checkpoints) */
+    int l4_known;          /* level 4 was looked at ... */
+    int l4_found;          /* ... and holds a valid checkpoint */
+} crpm_restart_facts;
+
+enum crpm_verdict_kind {
+    CRPM_V_FRESH,   /* no checkpoint: start fresh (empty containers where needed) */
+    CRPM_V_L1,      /* resume level 1 at `epoch`; ranks at epoch+1 roll back first */
+    CRPM_V_ASK_L4,  /* level 1 cannot serve: look for level 4, then decide again */
+    CRPM_V_L4,      /* resume level 4 (containers are made anew) */
+    CRPM_V_FULL,    /* method = full: resume file `full_id` */
+    CRPM_V_ERROR    /* refuse, on every rank: `code`, text by crpm_verdict_error */
+};
+
+/* Why level 1 cannot serve (for the error text). */
+enum crpm_l1_state { CRPM_L1S_FRESH, CRPM_L1S_USABLE, CRPM_L1S_NRANKS, CRPM_L1S_MISSING, CRPM_L1S_OPEN,
+                     CRPM_L1S_EPOCH, CRPM_L1S_FULL_ON_DIFF, CRPM_L1S_FULL_NOCOMMON };
+
+typedef struct crpm_verdict {
+    int kind;
+    int code;              /* CRPM_V_ERROR: the CRPM_ERR_* code */
+    int l1;                /* enum crpm_l1_state */
+    int64_t epoch;         /* CRPM_V_L1 */
+    int64_t full_id;       /* CRPM_V_FULL */
+    int64_t emin, emax;    /* committed epochs over the opened containers (-1 = none) */
+    int n_exist, n_fail, extra, bad_prev;
+} crpm_verdict;
+
+crpm_verdict crpm_decide_restart(const crpm_restart_facts *f);
+
+/* Sets the message of an error verdict for rank `me` (own_msg: its own open
+ * or rollback error text, may be "") and returns the code. */
+int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int me, const char *own_msg,
+                       const char *job_dir, const char *job_name);
+
+#endif

@@ -1,0 +1,153 @@
+/* The job directory (jobdir.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "agree.h"
+#include "error.h"
+#include "fsutil.h"
+#include "jobdir.h"
+#include "testhook.h"
+
+/* Written by a finalize that removes the checkpoints, before it removes
+ * anything: a relaunch that finds it knows the job had completed and that
+ * missing containers are not lost data. */
+#define FINALIZE_MARKER ".crpm-finalized"
+
+int crpm_jobdir_prepare(crpm_ctx *ctx)
+{
+    int rc = crpm_name_join(ctx->job_dir, sizeof ctx->job_dir, ctx->cfg.ckpt_dir, ctx->cfg.job_name);
+    if (rc == 0)
+        rc = crpm_name_container(ctx->path, sizeof ctx->path, ctx->job_dir, ctx->rank);
+    if (rc != 0)
+        return crpm_error(CRPM_ERR_CONFIG, "crpm_init: checkpoint path too long: %s", crpm_last_error());
+    return crpm_mkdir_p(ctx->job_dir);
+}
+
+int crpm_jobdir_open(crpm_ctx *ctx, const char *path, int create, crpm_container **out)
+{
+    crpm_open_opts o = {
+        .path = path,
+        .segment_size = ctx->cfg.segment_size,
+        .block_size = ctx->cfg.block_size,
+        .job_name = ctx->cfg.job_name,
+        .rank = ctx->rank,
+        .nranks = ctx->nranks,
+        .persistence = ctx->cfg.persistence,
+        .backend = NULL,
+        .create = create,
+        .change_tracking = ctx->cfg.change_tracking,
+    };
+    int rc = crpm_container_open(&o, out, NULL);
+    if (rc == 0)
+        crpm_testhook_attach(ctx, *out);
+    const char *trk = rc == 0 ? crpm_container_tracking(*out) : NULL;
+    if (trk && strcmp(trk, "pagemap") != 0 && ctx->cfg.verbosity >= 1 && ctx->rank == 0) {
+        /* still exact, only slower: a warning, not an error */
+        fprintf(stderr, "[crpm rank 0] change_tracking = pagemap unavailable, comparing every block: %s\n", trk);
+        fflush(stderr);
+    }
+    return rc;
+}
+
+int crpm_jobdir_create_fresh(crpm_ctx *ctx, crpm_container **out)
+{
+    char tmp[CRPM_PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", ctx->path);
+    int rc = crpm_unlink_quiet(tmp);
+    crpm_container *c = NULL;
+    if (rc == 0)
+        rc = crpm_jobdir_open(ctx, tmp, 1, &c);
+    if (rc != 0)
+        return rc;
+    crpm_container_close(c);
+    rc = crpm_durable_rename(tmp, ctx->path);
+    if (rc != 0)
+        return rc;
+    return crpm_jobdir_open(ctx, ctx->path, 0, out);
+}
+
+int crpm_jobdir_extra_ranks(const crpm_ctx *ctx, int remove)
+{
+    DIR *d = opendir(ctx->job_dir);
+    if (!d)
+        return -1;
+    int maxk = -1;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int k = crpm_parse_container_name(e->d_name);
+        if (k < ctx->nranks)
+            continue;
+        if (k > maxk)
+            maxk = k;
+        char p[CRPM_PATH_MAX];
+        if (remove && crpm_name_join(p, sizeof p, ctx->job_dir, e->d_name) == 0)
+            crpm_unlink_quiet(p);
+    }
+    closedir(d);
+    return maxk;
+}
+
+int crpm_jobdir_finish_removal(crpm_ctx *ctx)
+{
+    const char *what = "crpm_init: removing the checkpoints of a finished run";
+    char mp[CRPM_PATH_MAX];
+    int64_t neg = 0;
+    struct stat st;
+    if (ctx->rank == 0 && crpm_name_join(mp, sizeof mp, ctx->job_dir, FINALIZE_MARKER) == 0 && stat(mp, &st) == 0)
+        neg = -1;
+    int rc = crpm_agree_ext(ctx->comm, ctx->rank, 0, "crpm_init", &neg, 1);
+    if (rc != 0 || neg == 0)
+        return rc;
+    rc = crpm_unlink_quiet(ctx->path);
+    crpm_jobdir_extra_ranks(ctx, 1);
+    rc = crpm_agree(ctx->comm, ctx->rank, rc, what);
+    if (rc == 0 && ctx->rank == 0) {
+        if (ctx->l4.ops && ctx->l4.ops->remove)
+            ctx->l4.ops->remove(&ctx->l4);
+        rc = crpm_unlink_quiet(mp);
+        if (rc == 0)
+            rc = crpm_sync_dir(ctx->job_dir);
+    }
+    return crpm_agree(ctx->comm, ctx->rank, rc, what);
+}
+
+int crpm_jobdir_remove(crpm_ctx *ctx)
+{
+    const char *fn = "crpm_finalize";
+    char mp[CRPM_PATH_MAX];
+    int rc = crpm_name_join(mp, sizeof mp, ctx->job_dir, FINALIZE_MARKER);
+    if (rc == 0 && ctx->rank == 0) {
+        int fd = open(mp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || fsync(fd) != 0)
+            rc = crpm_error(CRPM_ERR_IO, "crpm_finalize: cannot create %s: %s", mp, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        if (rc == 0)
+            rc = crpm_sync_dir(ctx->job_dir);
+    }
+    rc = crpm_agree(ctx->comm, ctx->rank, rc, fn);
+    if (rc == 0) {
+        char tmp[CRPM_PATH_MAX + 8];
+        snprintf(tmp, sizeof tmp, "%s.tmp", ctx->path);
+        rc = crpm_unlink_quiet(ctx->path);
+        crpm_unlink_quiet(tmp);
+        if (ctx->primary.ops && ctx->primary.ops->remove)
+            ctx->primary.ops->remove(&ctx->primary);
+        rc = crpm_agree(ctx->comm, ctx->rank, rc, fn);
+    }
+    if (rc == 0 && ctx->rank == 0) {
+        if (ctx->l4.ops && ctx->l4.ops->remove)
+            ctx->l4.ops->remove(&ctx->l4);
+        rc = crpm_sync_dir(ctx->job_dir);
+        if (rc == 0)
+            rc = crpm_unlink_quiet(mp);
+    }
+    rc = crpm_agree(ctx->comm, ctx->rank, rc, fn);
+    if (rc == 0)
+        rmdir(ctx->job_dir); /* per node; ENOTEMPTY if shared and not last */
+    return rc;
+}

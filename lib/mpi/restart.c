@@ -1,0 +1,205 @@
+/* Restart at init (restart.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "agree.h"
+#include "decide.h"
+#include "error.h"
+#include "fsutil.h"
+#include "full.h"
+#include "jobdir.h"
+#include "level4.h"
+#include "restart.h"
+
+typedef struct gathered {
+    crpm_restart_facts f;
+    int64_t *all;              /* nranks x CRPM_F_N */
+    crpm_container *c;         /* this rank's container, if it opened */
+    char own_msg[512];         /* why it did not */
+    int node_rank;
+    char l4_path[CRPM_PATH_MAX];
+    int l4_id;
+    uint64_t l4_epoch;
+} gathered;
+
+/* Each rank's facts about its own container, exchanged with all. */
+static int gather(crpm_ctx *ctx, gathered *g)
+{
+    int64_t mine[CRPM_F_N] = {0};
+    char tmp[CRPM_PATH_MAX + 8];
+    struct stat st;
+    snprintf(tmp, sizeof tmp, "%s.tmp", ctx->path);
+    crpm_unlink_quiet(tmp); /* a create_fresh that did not finish */
+    mine[CRPM_F_EXISTS] = stat(ctx->path, &st) == 0;
+    if (mine[CRPM_F_EXISTS]) {
+        int rc = crpm_jobdir_open(ctx, ctx->path, 0, &g->c);
+        mine[CRPM_F_NRANKS] = rc == CRPM_ERR_NRANKS;
+        if (rc != 0) {
+            g->c = NULL;
+            snprintf(g->own_msg, sizeof g->own_msg, "%s", crpm_last_error());
+            mine[CRPM_F_RC] = rc;
+        } else {
+            mine[CRPM_F_EPOCH] = (int64_t)crpm_container_epoch(g->c);
+            mine[CRPM_F_PREV] = crpm_container_prev_available(g->c);
+        }
+    }
+    /* One rank per node looks for containers of ranks this run lacks. */
+    MPI_Comm node;
+    if (MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_rank(node, &g->node_rank);
+        MPI_Comm_free(&node);
+    }
+    mine[CRPM_F_EXTRA] = g->node_rank == 0 ? crpm_jobdir_extra_ranks(ctx, 0) : -1;
+    mine[CRPM_F_FULL0] = mine[CRPM_F_FULL1] = -1;
+    if (ctx->cfg.method == CRPM_METHOD_FULL)
+        crpm_full_newest(ctx->job_dir, ctx->rank, &mine[CRPM_F_FULL0]);
+
+    g->all = malloc(sizeof(int64_t) * CRPM_F_N * (size_t)ctx->nranks);
+    if (!g->all)
+        return crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
+    int mrc = MPI_Allgather(mine, CRPM_F_N, MPI_INT64_T, g->all, CRPM_F_N, MPI_INT64_T, ctx->comm);
+    if (mrc != MPI_SUCCESS)
+        return crpm_mpi_fail(mrc, "crpm_init: MPI_Allgather");
+    g->f = (crpm_restart_facts){.nranks = ctx->nranks, .rank = g->all, .method = ctx->cfg.method};
+    return CRPM_SUCCESS;
+}
+
+/* Collective: the newest valid level-4 checkpoint, if any. */
+static int gather_l4(crpm_ctx *ctx, gathered *g)
+{
+    g->f.l4_known = 1;
+#ifdef CRPM_HAVE_HDF5
+    if (!ctx->cfg.glbl_dir[0])
+        return CRPM_SUCCESS;
+    int rc = crpm_l4_find_latest(ctx->comm, ctx->cfg.glbl_dir, ctx->cfg.job_name, g->l4_path, sizeof g->l4_path,
+                                 &g->l4_id, &g->l4_epoch);
+    int64_t found[2] = {rc == 0, -(int64_t)(rc == 0)};
+    if (rc == CRPM_ERR_NOCKPT)
+        rc = CRPM_SUCCESS;
+    rc = crpm_agree_ext(ctx->comm, ctx->rank, rc, "crpm_init: looking for a level-4 checkpoint", found, 2);
+    if (rc == 0 && found[0] != -found[1])
+        rc = crpm_error(CRPM_ERR_EPOCH, "crpm_init: ranks disagree on the newest level-4 checkpoint");
+    g->f.l4_found = rc == 0 && found[0];
+    return rc;
+#else
+    (void)ctx;
+    return CRPM_SUCCESS;
+#endif
+}
+
+/* Level 1 resumes at the agreed epoch: a rank one epoch ahead committed a
+ * checkpoint that not every rank completed; it goes back, durably, before
+ * anyone reads.  Then all must hold the same checkpoint id. */
+static int apply_l1(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
+{
+    int rc = CRPM_SUCCESS;
+    if ((int64_t)crpm_container_epoch(g->c) == v->epoch + 1)
+        rc = crpm_container_rollback(g->c);
+    int64_t uid[2] = {0, 0};
+    if (rc == 0) {
+        uid[0] = (int64_t)crpm_container_user_id(g->c);
+        uid[1] = -uid[0];
+    }
+    rc = crpm_agree_ext(ctx->comm, ctx->rank, rc, "crpm_init: rolling back an incomplete checkpoint", uid, 2);
+    if (rc == 0 && uid[0] != -uid[1])
+        rc = crpm_error(CRPM_ERR_EPOCH, "crpm_init: ranks hold different checkpoints at epoch %lld (ids %lld to %lld)",
+                        (long long)v->epoch, (long long)uid[0], (long long)-uid[1]);
+    if (rc == 0) {
+        ctx->last_id = (uint64_t)uid[0];
+        if (ctx->rank == 0 && ctx->cfg.verbosity >= 2)
+            printf("[crpm] restart: level-1 checkpoint %lld (epoch %lld) on all %d ranks\n", (long long)uid[0],
+                   (long long)v->epoch, ctx->nranks);
+    }
+    return rc;
+}
+
+int crpm_restart(crpm_ctx *ctx)
+{
+    gathered g;
+    memset(&g, 0, sizeof g);
+    int rc = gather(ctx, &g);
+    rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init");
+    crpm_verdict v = {0};
+    if (rc == 0) {
+        v = crpm_decide_restart(&g.f);
+        if (ctx->rank == 0 && ctx->cfg.verbosity >= 3)
+            printf("[crpm] init: %d of %d containers exist, %d unreadable, epochs %lld..%lld, other rank count: "
+                   "%s\n", v.n_exist, ctx->nranks, v.n_fail, (long long)(v.emax < 0 ? 0 : v.emin),
+                   (long long)(v.emax < 0 ? 0 : v.emax), v.l1 == CRPM_L1S_NRANKS ? "yes" : "no");
+    }
+    if (rc == 0 && v.kind == CRPM_V_L1) {
+        rc = apply_l1(ctx, &g, &v);
+        if (rc != 0 && rc != CRPM_ERR_MPI) {
+            snprintf(g.own_msg, sizeof g.own_msg, "%s", crpm_last_error());
+            g.f.l1_rejected = 1;
+            v = crpm_decide_restart(&g.f);
+            rc = CRPM_SUCCESS;
+        }
+    }
+    if (rc == 0 && v.kind == CRPM_V_ASK_L4) {
+        rc = gather_l4(ctx, &g);
+        if (rc == 0)
+            v = crpm_decide_restart(&g.f);
+    }
+    if (rc == 0 && v.kind == CRPM_V_L4) {
+        /* Level 1 is made anew beside the level-4 restart. */
+        crpm_container_close(g.c);
+        g.c = NULL;
+        if (g.node_rank == 0)
+            crpm_jobdir_extra_ranks(ctx, 1);
+        rc = crpm_agree(ctx->comm, ctx->rank, crpm_jobdir_create_fresh(ctx, &g.c),
+                        "crpm_init: re-creating the containers after a level-4 restart");
+        if (rc == 0) {
+            crpm_level_close(&ctx->l4);
+            rc = crpm_level_l4(&ctx->l4, &ctx->env, g.l4_path);
+        }
+        if (rc == 0) {
+            ctx->last_id = (uint64_t)g.l4_id;
+            ctx->source = &ctx->l4;
+            ctx->status = CRPM_STATUS_L4;
+            if (ctx->rank == 0 && ctx->cfg.verbosity >= 2)
+                printf("[crpm] restart: level-4 checkpoint %d from %s\n", g.l4_id, g.l4_path);
+        }
+    }
+    if (rc == 0 && (v.kind == CRPM_V_FRESH || v.kind == CRPM_V_FULL ||
+                    (v.kind == CRPM_V_ERROR && v.l1 == CRPM_L1S_FULL_NOCOMMON))) {
+        /* Ranks ahead at epoch 1 hold a first checkpoint that never completed. */
+        int lrc = CRPM_SUCCESS;
+        if (!g.c || crpm_container_epoch(g.c) != 0) {
+            crpm_container_close(g.c);
+            g.c = NULL;
+            lrc = crpm_jobdir_create_fresh(ctx, &g.c);
+        }
+        rc = crpm_agree(ctx->comm, ctx->rank, lrc, "crpm_init: creating the containers");
+    }
+    if (rc == 0 && v.kind == CRPM_V_ERROR)
+        rc = crpm_agree(ctx->comm, ctx->rank,
+                        crpm_verdict_error(&g.f, &v, ctx->rank, g.own_msg, ctx->job_dir, ctx->cfg.job_name),
+                        "crpm_init");
+    /* The primary level: the differential container, or full files. */
+    if (rc == 0 && ctx->cfg.method == CRPM_METHOD_FULL) {
+        rc = crpm_level_full(&ctx->primary, &ctx->env, v.kind == CRPM_V_FULL ? v.full_id : -1);
+        if (rc == 0 && v.kind == CRPM_V_FULL) {
+            ctx->source = &ctx->primary;
+            ctx->status = CRPM_STATUS_L1;
+            ctx->last_id = (uint64_t)v.full_id;
+        }
+    }
+    if (rc == 0 && ctx->cfg.method == CRPM_METHOD_FULL) {
+        /* the empty container stays on disk beside the full files: it marks the job */
+        crpm_container_close(g.c);
+        g.c = NULL;
+    } else if (rc == 0) {
+        ctx->env.epoch = crpm_container_epoch(g.c);
+        rc = crpm_level_l1(&ctx->primary, &ctx->env, g.c);
+        g.c = NULL;
+        if (rc == 0 && v.kind == CRPM_V_L1) {
+            ctx->source = &ctx->primary;
+            ctx->status = CRPM_STATUS_L1;
+        }
+    }
+    crpm_container_close(g.c);
+    free(g.all);
+    return rc;
+}
