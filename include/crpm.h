@@ -30,38 +30,74 @@
 extern "C" {
 #endif
 
-/* ---- API ---------------------------------------------------------------- */
+/* ---- API ----------------------------------------------------------------
+ * Each function lists the codes it can return besides CRPM_SUCCESS.  Every
+ * collective function can also return CRPM_ERR_MPI (an MPI call failed) and
+ * CRPM_ERR_REMOTE (the call failed on another rank; crpm_last_error() then
+ * quotes that rank's message), and never leaves a rank waiting. */
 
 /* Collective over comm.  Reads the INI config (see config/ and README),
  * opens or creates this rank's container under ckpt_dir/job_name/ and
  * decides, with every rank, whether a restart is possible.  The environment
- * variables CRPM_CKPT_DIR and CRPM_JOB_NAME override the file. */
+ * variables CRPM_CKPT_DIR and CRPM_JOB_NAME override the file.
+ * Errors: CRPM_ERR_STATE (MPI not initialised, or already initialised),
+ *   CRPM_ERR_INVAL (no file, MPI_COMM_NULL), CRPM_ERR_CONFIG (bad or missing
+ *   key, unreadable file), CRPM_ERR_NOTSUP (a feature this build lacks),
+ *   CRPM_ERR_NOMEM, CRPM_ERR_IO; from existing checkpoints: CRPM_ERR_CORRUPT,
+ *   CRPM_ERR_VERSION, CRPM_ERR_FORMAT, CRPM_ERR_TRUNCATED, CRPM_ERR_GEOMETRY
+ *   (segment/block size differ from the config), CRPM_ERR_IDENTITY (another
+ *   job's container), CRPM_ERR_NRANKS (written by another rank count),
+ *   CRPM_ERR_MISSING (some ranks' containers are gone), CRPM_ERR_EPOCH (ranks
+ *   hold checkpoints that cannot be reconciled), CRPM_ERR_HDF5 (level 4). */
 CRPM_API int crpm_init(const char *config_file, MPI_Comm comm);
 
-/* Register (or re-register with a new pointer or count) array `id`. Local.
- * Arrays must stay valid until the next protect of that id or finalize. */
+/* Register (or re-register with a new pointer or count) array `id`: `count`
+ * elements of `type` at `ptr`.  Local.  Arrays must stay valid until the next
+ * protect of that id or finalize.
+ * Errors: CRPM_ERR_STATE (before init), CRPM_ERR_INVAL (NULL pointer with a
+ *   count, negative count, unknown type), CRPM_ERR_RANGE (size overflows),
+ *   CRPM_ERR_NOMEM. */
 CRPM_API int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type);
 
-/* CRPM_STATUS_FRESH, CRPM_STATUS_L1 or CRPM_STATUS_L4 (negative on error). */
+/* Local: CRPM_STATUS_FRESH, CRPM_STATUS_L1 or CRPM_STATUS_L4, decided at
+ * init and the same on every rank.  Recover only when the result is > 0.
+ * Errors: CRPM_ERR_STATE (before init). */
 CRPM_API int crpm_status(void);
 
 /* Collective: restore every protected array from the checkpoint all ranks
- * agreed on at init.  The protected ids and sizes must match what was saved. */
+ * agreed on at init (or the last one taken since).
+ * Errors: CRPM_ERR_STATE (before init, or after a failed checkpoint left the
+ *   container in an unknown state), CRPM_ERR_NOCKPT (fresh start),
+ *   CRPM_ERR_MISMATCH (protected ids, element sizes or counts differ from the
+ *   saved ones), CRPM_ERR_CORRUPT, CRPM_ERR_IO, CRPM_ERR_HDF5 (level 4). */
 CRPM_API int crpm_recover(void);
 
-/* Collective: take checkpoint `id` at `level` (CRPM_L1 or CRPM_L4).
- * Returns after every rank has committed it. */
+/* Collective: take a checkpoint at `level` (CRPM_L1 or CRPM_L4) and return
+ * after every rank has committed it.  `id` is the application's label of
+ * the checkpoint (an iteration number, say): it is stored with the
+ * checkpoint, must be equal on all ranks, and crpm_snapshot numbers its own
+ * checkpoints from the last one; the library orders checkpoints by its own
+ * epochs, not by id.  With method = full ids must be >= 0.  On failure every
+ * rank is back on the previous checkpoint.
+ * Errors: CRPM_ERR_STATE (before init, or a failed undo earlier),
+ *   CRPM_ERR_INVAL (bad level, ranks passed different ids or levels),
+ *   CRPM_ERR_CONFIG (level 4 without glbl_dir), CRPM_ERR_NOTSUP (level 4 in a
+ *   build without HDF5), CRPM_ERR_RANGE, CRPM_ERR_NOMEM, CRPM_ERR_IO (e.g. the
+ *   file system is full), CRPM_ERR_HDF5. */
 CRPM_API int crpm_checkpoint(int id, int level);
 
-/* Call once per iteration.  On the first call after a restart it recovers
- * (CRPM_SNAP_RECOVERED); otherwise it checkpoints when the configured
- * interval (ckpt_interval iterations or ckpt_interval_s seconds, the latter
- * agreed collectively) has elapsed (CRPM_SNAP_CHECKPOINTED), else returns
- * CRPM_SNAP_NONE.  Collective.  Negative on error. */
+/* Collective; call once per iteration.  On the first call after a restart it
+ * recovers (CRPM_SNAP_RECOVERED); otherwise it checkpoints when the
+ * configured interval (ckpt_interval iterations or ckpt_interval_s seconds,
+ * the latter agreed collectively) has elapsed (CRPM_SNAP_CHECKPOINTED), else
+ * returns CRPM_SNAP_NONE.
+ * Errors: those of crpm_recover and crpm_checkpoint. */
 CRPM_API int crpm_snapshot(void);
 
 /* Collective: close the containers; removes this job's checkpoints unless
- * keep_last_ckpt = 1. */
+ * keep_last_ckpt = 1.  The library is uninitialised afterwards, even on error.
+ * Errors: CRPM_ERR_STATE (before init), CRPM_ERR_IO (a file could not be
+ *   removed or a directory not synced). */
 CRPM_API int crpm_finalize(void);
 
 #ifdef __cplusplus

@@ -82,7 +82,8 @@ enum crpm_type_code {
 CRPM_API extern const crpm_type_t CRPM_CHAR, CRPM_SHORT, CRPM_INT, CRPM_LONG, CRPM_LLONG,
     CRPM_UINT, CRPM_ULONG, CRPM_FLOAT, CRPM_DOUBLE, CRPM_LDOUBLE, CRPM_BYTE;
 
-/* Define a user type of `size` bytes per element (e.g. sizeof(struct atom)). */
+/* Define a user type of `size` bytes per element (e.g. sizeof(struct atom)).
+ * Errors: CRPM_ERR_INVAL (NULL type, size 0). */
 CRPM_API int crpm_init_type(crpm_type_t *type, size_t size);
 
 /* Text for a return code (never NULL). */
@@ -102,7 +103,8 @@ typedef struct crpm_stats {
     double   seconds;          /* wall time spent in checkpoints */
 } crpm_stats_t;
 
-/* last: the most recent checkpoint; total: since init.  Either may be NULL. */
+/* last: the most recent checkpoint; total: since init.  Either may be NULL.
+ * Errors: CRPM_ERR_STATE (before init). */
 CRPM_API int crpm_get_stats(crpm_stats_t *last, crpm_stats_t *total);
 
 #ifdef __cplusplus
