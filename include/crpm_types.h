@@ -44,6 +44,7 @@ extern "C" {
 #define CRPM_ERR_HDF5      (-19)  /* an HDF5 call failed (level 4) */
 #define CRPM_ERR_NOTSUP    (-20)  /* feature not available in this build */
 #define CRPM_ERR_RANGE     (-21)  /* size or index out of range */
+#define CRPM_ERR_BUSY      (-22)  /* checkpoints in use by another job or process */
 
 /* ---- checkpoint levels ------------------------------------------------- */
 #define CRPM_L1 1   /* node-local differential container (persistent memory) */

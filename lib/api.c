@@ -81,6 +81,7 @@ static void free_ctx(void)
         return;
     crpm_level_close(&ctx->primary);
     crpm_level_close(&ctx->l4);
+    crpm_jobdir_unlock(ctx, 0);
     if (ctx->comm != MPI_COMM_NULL) {
         int fin = 0;
         MPI_Finalized(&fin);
@@ -146,7 +147,7 @@ int crpm_init(const char *config_file, MPI_Comm comm)
         return report(crpm_error(CRPM_ERR_INVAL, "crpm_init: communicator is MPI_COMM_NULL"), fn);
     if (!(ctx = calloc(1, sizeof *ctx)))
         return report(crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory"), fn);
-    ctx->cfg.verbosity = 1;
+    ctx->lock_fd = -1;
     crpm_config_defaults(&ctx->cfg);
     /* A private communicator keeps our collectives apart from the
      * application's; errors are returned, not fatal. */

@@ -4,6 +4,9 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -22,6 +25,7 @@ enum key_id {
     K_CKPT_DIR, K_JOB_NAME, K_CKPT_INTERVAL, K_CKPT_INTERVAL_S, K_KEEP_LAST_CKPT, K_VERBOSITY,
     K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4,
     K_SEGMENT_SIZE, K_BLOCK_SIZE, K_PERSISTENCE, K_METHOD, K_CHANGE_TRACKING,
+    K_LOCK_WAIT_S, K_ON_UNRECOVERABLE,
     K_COUNT
 };
 
@@ -42,6 +46,8 @@ static const struct key_desc {
     [K_PERSISTENCE] = {"advanced", "persistence"},
     [K_METHOD] = {"advanced", "method"},
     [K_CHANGE_TRACKING] = {"advanced", "change_tracking"},
+    [K_LOCK_WAIT_S] = {"advanced", "lock_wait_s"},
+    [K_ON_UNRECOVERABLE] = {"advanced", "on_unrecoverable"},
 };
 
 typedef struct parse_ctx {
@@ -61,6 +67,7 @@ void crpm_config_defaults(crpm_config *cfg)
     cfg->keep_l4 = 1;
     cfg->verbosity = 1;
     cfg->persistence = CRPM_PERSIST_AUTO;
+    cfg->lock_wait_s = 5;
 }
 
 static void fail(parse_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -107,6 +114,17 @@ static int parse_long(const char *v, long lo, long hi, long *out)
         return -1;
     *out = x;
     return 0;
+}
+
+static int parse_seconds(const char *v, double *out)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (errno || end == v || *end != '\0' || !isfinite(d) || d < 0)
+        return 0;
+    *out = d;
+    return 1;
 }
 
 static int parse_bool(const char *v, int *out)
@@ -203,15 +221,23 @@ static int handler(void *user, const char *section, const char *name, const char
         cfg->ckpt_interval = l;
         want = "an iteration count >= 0";
         break;
-    case K_CKPT_INTERVAL_S: {
-        char *end;
-        errno = 0;
-        double d = strtod(value, &end);
-        ok = !errno && end != value && *end == '\0' && isfinite(d) && d >= 0;
-        cfg->ckpt_interval_s = d;
+    case K_CKPT_INTERVAL_S:
+        ok = parse_seconds(value, &cfg->ckpt_interval_s);
         want = "seconds >= 0";
         break;
-    }
+    case K_LOCK_WAIT_S:
+        ok = parse_seconds(value, &cfg->lock_wait_s);
+        want = "seconds >= 0";
+        break;
+    case K_ON_UNRECOVERABLE:
+        if (strcmp(value, "error") == 0)
+            cfg->on_unrecoverable_fresh = 0;
+        else if (strcmp(value, "fresh") == 0)
+            cfg->on_unrecoverable_fresh = 1;
+        else
+            ok = 0;
+        want = "error or fresh";
+        break;
     case K_CKPT_INTERVAL_L4:
         ok = parse_long(value, 0, 1L << 40, &l) == 0;
         cfg->ckpt_interval_l4 = l;
@@ -319,28 +345,42 @@ int crpm_config_parse(const char *text, const char *name, crpm_config *cfg)
 
 int crpm_config_read_file(const char *path, char **text, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* Non-blocking open and a regular-file check first: a FIFO or a device
+     * (/dev/zero) would block or never end. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
         return crpm_error(CRPM_ERR_CONFIG, "config %s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return crpm_error(CRPM_ERR_CONFIG, "config %s: not a regular file", path);
+    }
+    if (st.st_size > CRPM_CONFIG_MAX) {
+        close(fd);
+        return crpm_error(CRPM_ERR_CONFIG, "config %s: %lld bytes, larger than the %d allowed for a configuration",
+                          path, (long long)st.st_size, CRPM_CONFIG_MAX);
+    }
+    char *buf = malloc((size_t)CRPM_CONFIG_MAX + 2);
+    size_t n = 0;
+    int err = 0;
+    while (buf && n <= (size_t)CRPM_CONFIG_MAX) {
+        ssize_t r = read(fd, buf + n, (size_t)CRPM_CONFIG_MAX + 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            err = r < 0;
             break;
         }
-        buf = nb;
-        cap *= 2;
+        n += (size_t)r;
     }
-    int err = ferror(f);
-    fclose(f);
+    close(fd);
     if (!buf)
         return crpm_error(CRPM_ERR_NOMEM, "config %s: out of memory", path);
+    if (!err && n > (size_t)CRPM_CONFIG_MAX) {
+        free(buf);
+        return crpm_error(CRPM_ERR_CONFIG, "config %s: larger than the %d bytes allowed for a configuration", path,
+                          CRPM_CONFIG_MAX);
+    }
     if (err) {
         free(buf);
         return crpm_error(CRPM_ERR_CONFIG, "config %s: read error", path);

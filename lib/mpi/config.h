@@ -25,6 +25,8 @@ typedef struct crpm_config {
     int persistence;                    /* enum crpm_persistence */
     int method;                         /* CRPM_METHOD_*: differential container or full files */
     int change_tracking;                /* 1: skip pages the kernel saw unwritten (pagemap) */
+    double lock_wait_s;                 /* how long init waits for another process's locks */
+    int on_unrecoverable_fresh;         /* 1: start fresh when no checkpoint can be used */
 } crpm_config;
 
 /* method = full writes FTI-level-1-style full files (lib/full.c): the
@@ -40,7 +42,10 @@ void crpm_config_defaults(crpm_config *cfg);
  * message naming the file and line (crpm_last_error()). */
 int crpm_config_parse(const char *text, const char *name, crpm_config *cfg);
 
-/* Reads a whole file into a malloc'ed NUL-terminated buffer. */
+/* Configurations are small: larger files are refused. */
+#define CRPM_CONFIG_MAX (1 << 20)
+
+/* Reads a whole regular file into a malloc'ed NUL-terminated buffer. */
 int crpm_config_read_file(const char *path, char **text, size_t *len);
 
 #endif

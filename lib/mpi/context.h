@@ -15,6 +15,8 @@ typedef struct crpm_ctx {
     crpm_config cfg;
     char job_dir[CRPM_PATH_MAX];
     char path[CRPM_PATH_MAX];  /* this rank's container */
+    char lock_path[CRPM_PATH_MAX]; /* this rank's lock, held from init to finalize */
+    int lock_fd;               /* -1: not held */
     crpm_level_env env;        /* what the levels see of the above */
 
     /* levels: `primary` takes every checkpoint (L1 or full), `l4` the level-4 ones */

@@ -22,9 +22,20 @@ int crpm_jobdir_prepare(crpm_ctx *ctx)
     int rc = crpm_name_join(ctx->job_dir, sizeof ctx->job_dir, ctx->cfg.ckpt_dir, ctx->cfg.job_name);
     if (rc == 0)
         rc = crpm_name_container(ctx->path, sizeof ctx->path, ctx->job_dir, ctx->rank);
+    if (rc == 0)
+        rc = crpm_name_rank_lock(ctx->lock_path, sizeof ctx->lock_path, ctx->job_dir, ctx->rank);
     if (rc != 0)
         return crpm_error(CRPM_ERR_CONFIG, "crpm_init: checkpoint path too long: %s", crpm_last_error());
-    return crpm_mkdir_p(ctx->job_dir);
+    rc = crpm_mkdir_p(ctx->job_dir);
+    if (rc == 0)
+        rc = crpm_lock_file(ctx->lock_path, ctx->cfg.lock_wait_s, &ctx->lock_fd);
+    return rc;
+}
+
+void crpm_jobdir_unlock(crpm_ctx *ctx, int remove)
+{
+    crpm_unlock_file(ctx->lock_fd, ctx->lock_path, remove);
+    ctx->lock_fd = -1;
 }
 
 int crpm_jobdir_open(crpm_ctx *ctx, const char *path, int create, crpm_container **out)
@@ -147,7 +158,11 @@ int crpm_jobdir_remove(crpm_ctx *ctx)
             rc = crpm_unlink_quiet(mp);
     }
     rc = crpm_agree(ctx->comm, ctx->rank, rc, fn);
-    if (rc == 0)
-        rmdir(ctx->job_dir); /* per node; ENOTEMPTY if shared and not last */
+    if (rc == 0) {
+        crpm_jobdir_unlock(ctx, 1);
+        rc = crpm_agree(ctx->comm, ctx->rank, rc, fn); /* every lock is gone before the directory goes */
+        if (rc == 0)
+            rmdir(ctx->job_dir); /* per node; ENOTEMPTY if shared and not last */
+    }
     return rc;
 }

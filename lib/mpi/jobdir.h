@@ -4,8 +4,13 @@
 #define CRPM_MPI_JOBDIR_H
 #include "context.h"
 
-/* Sets ctx->job_dir and ctx->path from the configuration and creates the directory. */
+/* Sets ctx->job_dir and ctx->path from the configuration, creates the
+ * directory and takes this rank's lock (waiting up to lock_wait_s for the
+ * ranks of an earlier run to die): a second job on the same checkpoints
+ * gets CRPM_ERR_BUSY and changes nothing. */
 int crpm_jobdir_prepare(crpm_ctx *ctx);
+/* Releases the lock; remove: its file too (the job's files are gone). */
+void crpm_jobdir_unlock(crpm_ctx *ctx, int remove);
 /* Opens (create = 0) or creates this rank's container at path. */
 int crpm_jobdir_open(crpm_ctx *ctx, const char *path, int create, crpm_container **out);
 /* Replaces this rank's container by an empty one, atomically (temporary

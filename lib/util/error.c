@@ -49,6 +49,7 @@ const char *crpm_strerror(int code)
     case CRPM_ERR_HDF5:      return "HDF5 error";
     case CRPM_ERR_NOTSUP:    return "not supported by this build";
     case CRPM_ERR_RANGE:     return "size or index out of range";
+    case CRPM_ERR_BUSY:      return "checkpoint in use by another job or process";
     default:                 return "unknown error code";
     }
 }

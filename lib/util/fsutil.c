@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "error.h"
 #include "fsutil.h"
@@ -111,6 +112,11 @@ int crpm_name_container(char *out, size_t len, const char *job_dir, int rank)
     return fit(snprintf(out, len, "%s/rank-%d.crpm", job_dir, rank), len, "a container");
 }
 
+int crpm_name_rank_lock(char *out, size_t len, const char *job_dir, int rank)
+{
+    return fit(snprintf(out, len, "%s/rank-%d.lock", job_dir, rank), len, "a lock file");
+}
+
 int crpm_name_l4(char *out, size_t len, const char *dir, int ckpt_id)
 {
     return fit(snprintf(out, len, "%s/l4-%d.h5", dir, ckpt_id), len, "a level-4 file");
@@ -146,4 +152,86 @@ int crpm_parse_l4_name(const char *name, int32_t *id)
         return -1;
     *id = (int32_t)v;
     return 0;
+}
+
+/* The lock is on the file's inode: a holder that unlinks the file and a
+ * waiter that then locks the old inode must not both think they own the
+ * name, so the waiter checks that the name still leads to its inode. */
+static int lock_once(const char *path, int *fd, int *busy)
+{
+    *busy = 0;
+    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (f < 0)
+        return crpm_error(CRPM_ERR_IO, "cannot open lock file %s: %s", path, strerror(errno));
+    struct stat a, b;
+    if (fstat(f, &a) != 0 || !S_ISREG(a.st_mode)) {
+        close(f);
+        return crpm_error(CRPM_ERR_IO, "lock file %s is not a regular file", path);
+    }
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(f, F_OFD_SETLK, &fl) != 0) {
+        int err = errno;
+        close(f);
+        if (err == EAGAIN || err == EACCES) {
+            *busy = 1;
+            return CRPM_ERR_BUSY;
+        }
+        return crpm_error(CRPM_ERR_IO, "cannot lock %s: %s", path, strerror(err));
+    }
+    if (stat(path, &b) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+        close(f); /* the holder removed it meanwhile: lock the new file */
+        *busy = 1;
+        return CRPM_ERR_BUSY;
+    }
+    char who[300], host[256] = "";
+    gethostname(host, sizeof host - 1);
+    int n = snprintf(who, sizeof who, "%ld %s\n", (long)getpid(), host);
+    if (ftruncate(f, 0) != 0 || pwrite(f, who, (size_t)n, 0) != n) {
+        int err = errno;
+        close(f);
+        return crpm_error(CRPM_ERR_IO, "cannot write lock file %s: %s", path, strerror(err));
+    }
+    *fd = f;
+    return CRPM_SUCCESS;
+}
+
+int crpm_lock_file(const char *path, double wait_s, int *fd)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        int busy, rc = lock_once(path, fd, &busy);
+        if (!busy)
+            return rc;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double waited = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
+        if (waited >= wait_s) {
+            char who[300] = "";
+            int f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+            if (f >= 0) {
+                ssize_t n = read(f, who, sizeof who - 1);
+                who[n > 0 ? n : 0] = '\0';
+                close(f);
+            }
+            long pid = 0;
+            char host[256] = "", holder[320] = "";
+            int fields = sscanf(who, "%ld %255s", &pid, host);
+            if (fields >= 1 && pid > 0)
+                snprintf(holder, sizeof holder, " (process %ld%s%s)", pid, fields == 2 ? " on " : "",
+                         fields == 2 ? host : "");
+            return crpm_error(CRPM_ERR_BUSY, "%s is in use by another job%s; waited %.1f s (lock_wait_s)", path,
+                              holder, waited);
+        }
+        struct timespec nap = {0, 50 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
+}
+
+void crpm_unlock_file(int fd, const char *path, int remove)
+{
+    if (fd < 0)
+        return;
+    if (remove && path)
+        unlink(path);
+    close(fd);
 }

@@ -28,11 +28,20 @@ int crpm_job_name_valid(const char *name);
 /* Checkpoint file names (return 0, or CRPM_ERR_RANGE if out is too small). */
 int crpm_name_join(char *out, size_t len, const char *dir, const char *name);
 int crpm_name_container(char *out, size_t len, const char *job_dir, int rank);   /* rank-<r>.crpm */
+int crpm_name_rank_lock(char *out, size_t len, const char *job_dir, int rank);   /* rank-<r>.lock */
 int crpm_name_l4(char *out, size_t len, const char *dir, int ckpt_id);           /* l4-<id>.h5 */
 int crpm_name_full(char *out, size_t len, const char *dir, int rank, uint64_t id, int tmp);
 /* Parses "rank-<r>.crpm"; returns r or -1. */
 int crpm_parse_container_name(const char *name);
 /* Parses "l4-<id>.h5"; returns 0 and sets *id, or -1. */
 int crpm_parse_l4_name(const char *name, int32_t *id);
+
+/* Takes an exclusive lock (an open file description lock, which the kernel
+ * drops when the process dies) on `path`, created if missing, waiting up to
+ * wait_s seconds for a holder to go; records "pid host" in the file.  *fd
+ * holds the lock until crpm_unlock_file.  CRPM_ERR_BUSY names the holder. */
+int crpm_lock_file(const char *path, double wait_s, int *fd);
+/* remove: unlink the lock file first (it is ours, nobody waits on its name). */
+void crpm_unlock_file(int fd, const char *path, int remove);
 
 #endif
