@@ -195,8 +195,7 @@ class Job:
         return self.kill()
 
     def text(self):
-        """Everything the job printed so far."""
-        self.out.flush()
+        """Everything the job printed so far (the job writes the file itself)."""
         with open(self.out_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
 
