@@ -7,6 +7,7 @@
 // restart, which reproduces them bitwise, so a restarted run prints exactly
 // what an uninterrupted run prints.
 #include "md.hpp"
+#include "crpm_app.hpp"
 
 #include <crpm.h>
 #include <mpi.h>
@@ -24,8 +25,7 @@ struct Options {
     MdParams md;
     int steps = 100;
     int printRate = 10;
-    const char *crpmConfig = nullptr;
-    int ckptEvery = 10;
+    crpm_app::Options ckpt;  // --crpm, --ckpt-every
 };
 
 // Saved with the atoms; the parameters guard against restarting with a
@@ -115,8 +115,8 @@ int parseArgs(int argc, char **argv, Options *o)
             seed = std::strtoull(v, &end, 10);
             ok = !errno && end != v && !*end;
             o->md.seed = seed;
-        } else if (k == "--crpm") o->crpmConfig = v;
-        else if (k == "--ckpt-every") ok = parseInt(v, 0, &o->ckptEvery);
+        } else if (crpm_app::Arg c = crpm_app::parseArg(k, v, o->ckpt); c != crpm_app::Arg::NotMine)
+            ok = c == crpm_app::Arg::Ok;
         else {
             if (g_rank == 0)
                 std::fprintf(stderr, "comd: unknown option %s\n", k.c_str());
@@ -129,15 +129,6 @@ int parseArgs(int argc, char **argv, Options *o)
         }
     }
     return 0;
-}
-
-void crpmCheck(int rc, const char *what)
-{
-    if (rc >= 0)
-        return;
-    std::fprintf(stderr, "comd: rank %d: %s failed: %s: %s\n", g_rank, what, crpm_strerror(rc),
-                 crpm_last_error());
-    MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
 void die(const std::string &msg)
@@ -216,9 +207,9 @@ int main(int argc, char **argv)
         std::printf("  Steps: %d, print rate %d, dt %.4f fs, T %.2f K, displacement %.4f, "
                     "seed %llu\n", opt.steps, opt.printRate, opt.md.dt, opt.md.temp,
                     opt.md.delta, static_cast<unsigned long long>(opt.md.seed));
-        if (opt.crpmConfig)
-            std::printf("  Checkpointing: libcrpm (%s), every %d steps\n", opt.crpmConfig,
-                        opt.ckptEvery);
+        if (opt.ckpt.config)
+            std::printf("  Checkpointing: libcrpm (%s), every %d steps\n", opt.ckpt.config,
+                        opt.ckpt.every);
         else
             std::printf("  Checkpointing: off\n");
         std::fflush(stdout);
@@ -236,22 +227,20 @@ int main(int argc, char **argv)
     hdr.eInitial = (e0.pe + e0.ke) / static_cast<double>(e0.atoms);
     bool restarted = false;
 
-    if (opt.crpmConfig) {
-        crpmCheck(crpm_init(opt.crpmConfig, MPI_COMM_WORLD), "crpm_init");
+    // Any library failure is fatal for the whole job.
+    crpm_app::Checkpointer ck("comd", opt.ckpt);
+    if (ck.enabled()) {
+        ck.init(MPI_COMM_WORLD);
         crpm_type_t hdrType;
-        crpmCheck(crpm_init_type(&hdrType, sizeof(CkptHeader)), "crpm_init_type");
+        ck.check(crpm_init_type(&hdrType, sizeof(CkptHeader)), "crpm_init_type");
         const int64_t slots = md.ownedSlots();
-        crpmCheck(crpm_protect(0, &hdr, 1, hdrType), "crpm_protect(header)");
-        crpmCheck(crpm_protect(1, md.positions(), 3 * slots, CRPM_DOUBLE), "crpm_protect(r)");
-        crpmCheck(crpm_protect(2, md.momenta(), 3 * slots, CRPM_DOUBLE), "crpm_protect(p)");
-        crpmCheck(crpm_protect(3, md.ids(), slots, CRPM_LLONG), "crpm_protect(id)");
-        crpmCheck(crpm_protect(4, md.species(), slots, CRPM_INT), "crpm_protect(species)");
-        crpmCheck(crpm_protect(5, md.cellCounts(), md.ownedCells(), CRPM_INT),
-                  "crpm_protect(counts)");
-        int st = crpm_status();
-        crpmCheck(st, "crpm_status");
-        if (st > 0) {
-            crpmCheck(crpm_recover(), "crpm_recover");
+        ck.protect(0, &hdr, 1, hdrType, "crpm_protect(header)");
+        ck.protect(1, md.positions(), 3 * slots, CRPM_DOUBLE, "crpm_protect(r)");
+        ck.protect(2, md.momenta(), 3 * slots, CRPM_DOUBLE, "crpm_protect(p)");
+        ck.protect(3, md.ids(), slots, CRPM_LLONG, "crpm_protect(id)");
+        ck.protect(4, md.species(), slots, CRPM_INT, "crpm_protect(species)");
+        ck.protect(5, md.cellCounts(), md.ownedCells(), CRPM_INT, "crpm_protect(counts)");
+        if (ck.recoverIfAny() > 0) {
             CkptHeader want{};
             fillHeader(&want, opt, md);
             if (std::memcmp(want.geometry, hdr.geometry, sizeof want.geometry) != 0 ||
@@ -279,18 +268,16 @@ int main(int argc, char **argv)
     if (!restarted)
         printEnergies(0, opt.md.dt, e0);
 
-    double tLoop = MPI_Wtime(), tCkpt = 0;
+    double tLoop = MPI_Wtime();
     long long first = hdr.step;
     for (long long s = hdr.step + 1; s <= opt.steps; ++s) {
         if (!md.step())
             die(md.error());
         if (s % opt.printRate == 0)
             printEnergies(s, opt.md.dt, md.energies());
-        if (opt.crpmConfig && opt.ckptEvery > 0 && s % opt.ckptEvery == 0) {
+        if (ck.due(s)) {
             hdr.step = s;
-            double t0 = MPI_Wtime();
-            crpmCheck(crpm_checkpoint(static_cast<int>(s), CRPM_L1), "crpm_checkpoint");
-            tCkpt += MPI_Wtime() - t0;
+            ck.checkpoint(static_cast<int>(s));
         }
     }
     long long done = opt.steps > first ? opt.steps - first : 0;
@@ -314,7 +301,7 @@ int main(int argc, char **argv)
     }
 
     // Measurements: maxima over ranks, as the slowest rank sets the pace.
-    double t[6] = {tEnd - tStart, tEnd - tLoop, md.tForce, md.tRedistribute, md.tHalo, tCkpt};
+    double t[6] = {tEnd - tStart, tEnd - tLoop, md.tForce, md.tRedistribute, md.tHalo, ck.seconds()};
     MPI_Reduce(g_rank == 0 ? MPI_IN_PLACE : t, t, 6, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (g_rank == 0) {
         double perAtom = done > 0 ? t[1] / static_cast<double>(done) /
@@ -336,9 +323,8 @@ int main(int argc, char **argv)
         std::fflush(stdout);
     }
 
-    if (opt.crpmConfig) {
-        crpm_stats_t total;
-        crpmCheck(crpm_get_stats(nullptr, &total), "crpm_get_stats");
+    if (ck.enabled()) {
+        const crpm_stats_t total = ck.totals();
         if (g_rank == 0) {
             std::printf("crpm: rank 0: %llu checkpoints, %llu bytes protected, %llu bytes written, "
                         "%.3f s\n",
@@ -347,7 +333,7 @@ int main(int argc, char **argv)
                         static_cast<unsigned long long>(total.bytes_written), total.seconds);
             std::fflush(stdout);
         }
-        crpmCheck(crpm_finalize(), "crpm_finalize");
+        ck.finalize();
     }
 
     MPI_Finalize();

@@ -19,15 +19,14 @@
 #include <thread>
 #include <vector>
 
+#include "crpm_app.hpp"
 #include "problem.hpp"
 
 namespace {
 
 struct Options {
     int nx = 0, ny = 0, nz = 0;
-    const char *crpm_config = nullptr;  // checkpointing only when set
-    int ckpt_every = 10;
-    int ckpt_level = CRPM_L1;
+    crpm_app::Options ckpt;  // --crpm, --ckpt-every, --ckpt-level
     int max_iter = 150;
     double iter_delay_ms = 0.0;
 };
@@ -35,13 +34,12 @@ struct Options {
 void usage(const char *prog) {
     std::fprintf(stderr,
                  "usage: %s nx ny nz [options]\n"
-                 "  each rank solves an nx*ny*nz block; ranks are stacked in z\n"
-                 "  --crpm FILE        enable libcrpm checkpointing with config FILE\n"
-                 "  --ckpt-every N     checkpoint every N iterations (default 10; 0 = never)\n"
-                 "  --ckpt-level L     1 (node-local, default) or 4 (global HDF5)\n"
-                 "  --max-iter N       iteration limit (default 150, i.e. 149 iterations)\n"
-                 "  --iter-delay-ms X  sleep X ms per iteration (stretches runs for crash tests)\n",
+                 "  each rank solves an nx*ny*nz block; ranks are stacked in z\n",
                  prog);
+    crpm_app::usage(stderr, "iterations", true);
+    std::fprintf(stderr,
+                 "  --max-iter N       iteration limit (default 150, i.e. 149 iterations)\n"
+                 "  --iter-delay-ms X  sleep X ms per iteration (stretches runs for crash tests)\n");
 }
 
 bool parse_int(const char *s, int min, int &out) {
@@ -60,13 +58,10 @@ bool parse_args(int argc, char **argv, Options &o, bool talk) {
         std::string a = argv[i];
         bool has_val = i + 1 < argc;
         bool ok = true;
-        if (a == "--crpm" && has_val) {
-            o.crpm_config = argv[++i];
-        } else if (a == "--ckpt-every" && has_val) {
-            ok = parse_int(argv[++i], 0, o.ckpt_every);
-        } else if (a == "--ckpt-level" && has_val) {
-            ok = parse_int(argv[++i], 1, o.ckpt_level) &&
-                 (o.ckpt_level == CRPM_L1 || o.ckpt_level == CRPM_L4);
+        const crpm_app::Arg c = crpm_app::parseArg(a, has_val ? argv[i + 1] : nullptr, o.ckpt, true);
+        if (c != crpm_app::Arg::NotMine) {
+            ok = c == crpm_app::Arg::Ok;
+            ++i;
         } else if (a == "--max-iter" && has_val) {
             ok = parse_int(argv[++i], 1, o.max_iter);
         } else if (a == "--iter-delay-ms" && has_val) {
@@ -93,17 +88,6 @@ bool parse_args(int argc, char **argv, Options &o, bool talk) {
         return false;
     }
     return true;
-}
-
-// Application convention: any library failure is fatal for the whole job.
-void check_crpm(int rc, const char *what) {
-    if (rc >= 0) return;
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    std::fprintf(stderr, "hpccg[%d]: %s failed: %s (%s)\n", rank, what, crpm_strerror(rc),
-                 crpm_last_error());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
 // Flushed at once so that lines survive a SIGKILL of the job.
@@ -158,18 +142,18 @@ int run(const Options &o) {
 
     int saved_iter = 0;  // iteration completed at the last checkpoint
     int first = 1;
-    const bool crpm = o.crpm_config != nullptr;
+    // Any library failure is fatal for the whole job (exit code 2).
+    crpm_app::Checkpointer ck("hpccg", o.ckpt, 2);
+    const bool crpm = ck.enabled();
     if (crpm) {
-        check_crpm(crpm_init(o.crpm_config, MPI_COMM_WORLD), "crpm_init");
-        check_crpm(crpm_protect(ID_ITER, &saved_iter, 1, CRPM_INT), "crpm_protect(iter)");
-        check_crpm(crpm_protect(ID_SCALARS, scalars, 1, CRPM_DOUBLE), "crpm_protect(rtrans)");
-        check_crpm(crpm_protect(ID_X, x.data(), n, CRPM_DOUBLE), "crpm_protect(x)");
-        check_crpm(crpm_protect(ID_R, r.data(), n, CRPM_DOUBLE), "crpm_protect(r)");
-        check_crpm(crpm_protect(ID_P, p, n, CRPM_DOUBLE), "crpm_protect(p)");
-        int st = crpm_status();
-        check_crpm(st, "crpm_status");
+        ck.init(MPI_COMM_WORLD);
+        ck.protect(ID_ITER, &saved_iter, 1, CRPM_INT, "crpm_protect(iter)");
+        ck.protect(ID_SCALARS, scalars, 1, CRPM_DOUBLE, "crpm_protect(rtrans)");
+        ck.protect(ID_X, x.data(), n, CRPM_DOUBLE, "crpm_protect(x)");
+        ck.protect(ID_R, r.data(), n, CRPM_DOUBLE, "crpm_protect(r)");
+        ck.protect(ID_P, p, n, CRPM_DOUBLE, "crpm_protect(p)");
+        const int st = ck.recoverIfAny();
         if (st > 0) {
-            check_crpm(crpm_recover(), "crpm_recover");
             if (saved_iter < 1 || saved_iter >= o.max_iter) {
                 std::fprintf(stderr, "hpccg: checkpoint holds iteration %d, outside 1..%d\n",
                              saved_iter, o.max_iter - 1);
@@ -186,8 +170,6 @@ int run(const Options &o) {
     const double tolerance = 0.0;
     const auto delay = std::chrono::duration<double, std::milli>(o.iter_delay_ms);
     int niters = first - 1;
-    int nckpt = 0;
-    double t_ckpt = 0.0;
     const double t_solve = MPI_Wtime();
     for (int k = first; k < o.max_iter && normr > tolerance; k++) {
         if (k == 1) {
@@ -210,12 +192,9 @@ int run(const Options &o) {
         niters = k;
 
         if (o.iter_delay_ms > 0) std::this_thread::sleep_for(delay);
-        if (crpm && o.ckpt_every > 0 && k % o.ckpt_every == 0) {
-            const double t0 = MPI_Wtime();
+        if (ck.due(k)) {
             saved_iter = k;
-            check_crpm(crpm_checkpoint(k, o.ckpt_level), "crpm_checkpoint");
-            t_ckpt += MPI_Wtime() - t0;
-            nckpt++;
+            ck.checkpoint(k);
         }
     }
     const double t_end = MPI_Wtime();
@@ -240,7 +219,7 @@ int run(const Options &o) {
     // entry, 3 per waxpby entry; 2 ddots, 3 waxpbys and 1 spmv an iteration.
     const int ran = niters - (first - 1);
     double loc[7] = {t_setup_done - t_setup, t_end - t_solve, tm.ddot, tm.waxpby, tm.spmv,
-                     tm.halo, t_ckpt};
+                     tm.halo, ck.seconds()};
     double mx[7];
     MPI_Reduce(loc, mx, 7, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     const double grows = double(n) * nranks;
@@ -252,11 +231,11 @@ int run(const Options &o) {
     say(rank, "Timing: %.2f MFLOPS (solve loop, checkpoints included)\n",
         mx[1] > 0 ? flops / mx[1] * 1e-6 : 0.0);
     if (crpm) {
-        crpm_stats_t total;
-        check_crpm(crpm_get_stats(nullptr, &total), "crpm_get_stats");
+        const crpm_stats_t total = ck.totals();
+        const int nckpt = ck.count();
         say(rank, "Timing: %d checkpoint(s), %.6f s (slowest rank), %.6g s each; rank 0 wrote %llu bytes\n",
             nckpt, mx[6], nckpt > 0 ? mx[6] / nckpt : 0.0, (unsigned long long)total.bytes_written);
-        check_crpm(crpm_finalize(), "crpm_finalize");
+        ck.finalize();
     }
     return 0;
 }

@@ -28,8 +28,6 @@ struct Options {
     int cost = 1;               // -c
     bool progress = false;      // -p
     bool quiet = false;         // -q
-    const char *crpm = nullptr; // --crpm: checkpointing only when set
-    int ckptEvery = 10;         // --ckpt-every (0 = never)
     double cycleDelayMs = 0.0;  // --cycle-delay-ms: stretches runs for crash tests
 };
 

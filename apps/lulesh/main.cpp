@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "crpm_app.hpp"
 #include "lulesh.hpp"
 
 namespace {
@@ -36,12 +37,12 @@ void usage(const char *prog) {
                  "  -b N               region balance: region r has weight (r+1)^N (default 1)\n"
                  "  -c N               extra cost of the expensive regions (default 1)\n"
                  "  -p                 print progress every cycle\n"
-                 "  -q                 quiet: print nothing but errors\n"
-                 "  --crpm FILE        enable libcrpm checkpointing with config FILE\n"
-                 "  --ckpt-every N     checkpoint every N cycles (default 10; 0 = never)\n"
-                 "  --cycle-delay-ms X sleep X ms per cycle (stretches runs for crash tests)\n"
-                 "The number of MPI ranks must be a perfect cube.\n",
+                 "  -q                 quiet: print nothing but errors\n",
                  prog);
+    crpm_app::usage(stderr, "cycles");
+    std::fprintf(stderr,
+                 "  --cycle-delay-ms X sleep X ms per cycle (stretches runs for crash tests)\n"
+                 "The number of MPI ranks must be a perfect cube.\n");
 }
 
 bool parseInt(const char *s, long lo, long hi, int &out) {
@@ -54,12 +55,16 @@ bool parseInt(const char *s, long lo, long hi, int &out) {
 }
 
 // Returns 0 to run, 1 on a bad command line, 2 after -h.
-int parseArgs(int argc, char **argv, Options &o, bool talk) {
+int parseArgs(int argc, char **argv, Options &o, crpm_app::Options &ck, bool talk) {
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const bool hasVal = i + 1 < argc;
         bool ok = true;
-        if (a == "-h" || a == "--help") {
+        const crpm_app::Arg c = crpm_app::parseArg(a, hasVal ? argv[i + 1] : nullptr, ck);
+        if (c != crpm_app::Arg::NotMine) {
+            ok = c == crpm_app::Arg::Ok;
+            ++i;
+        } else if (a == "-h" || a == "--help") {
             if (talk) usage(argv[0]);
             return 2;
         } else if (a == "-p") {
@@ -76,10 +81,6 @@ int parseArgs(int argc, char **argv, Options &o, bool talk) {
             ok = parseInt(argv[++i], 0, 64, o.balance);
         } else if (a == "-c" && hasVal) {
             ok = parseInt(argv[++i], 0, 100000, o.cost);
-        } else if (a == "--crpm" && hasVal) {
-            o.crpm = argv[++i];
-        } else if (a == "--ckpt-every" && hasVal) {
-            ok = parseInt(argv[++i], 0, 2000000000L, o.ckptEvery);
         } else if (a == "--cycle-delay-ms" && hasVal) {
             char *end = nullptr;
             o.cycleDelayMs = std::strtod(argv[++i], &end);
@@ -99,31 +100,22 @@ int parseArgs(int argc, char **argv, Options &o, bool talk) {
     return 0;
 }
 
-void checkCrpm(int rc, const char *what) {
-    if (rc >= 0) return;
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    std::fprintf(stderr, "lulesh[%d]: %s failed: %s (%s)\n", rank, what, crpm_strerror(rc),
-                 crpm_last_error());
-    MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
 // Everything a restart needs to continue bit for bit.  Geometry-derived
 // quantities (volo, masses, connectivity) are rebuilt identically at start;
 // ql, qq, delv, vdov and arealg are recomputed before they are read.
-void protectState(Domain &d) {
+void protectState(crpm_app::Checkpointer &ck, Domain &d) {
     const int64_t nn = d.numNode, ne = d.numElem;
-    checkCrpm(crpm_protect(0, &d.cycle, 1, CRPM_INT), "crpm_protect(cycle)");
-    checkCrpm(crpm_protect(1, &d.time, 1, CRPM_DOUBLE), "crpm_protect(time)");
-    checkCrpm(crpm_protect(2, &d.deltatime, 1, CRPM_DOUBLE), "crpm_protect(deltatime)");
-    checkCrpm(crpm_protect(3, &d.dtcourant, 1, CRPM_DOUBLE), "crpm_protect(dtcourant)");
-    checkCrpm(crpm_protect(4, &d.dthydro, 1, CRPM_DOUBLE), "crpm_protect(dthydro)");
+    ck.protect(0, &d.cycle, 1, CRPM_INT, "crpm_protect(cycle)");
+    ck.protect(1, &d.time, 1, CRPM_DOUBLE, "crpm_protect(time)");
+    ck.protect(2, &d.deltatime, 1, CRPM_DOUBLE, "crpm_protect(deltatime)");
+    ck.protect(3, &d.dtcourant, 1, CRPM_DOUBLE, "crpm_protect(dtcourant)");
+    ck.protect(4, &d.dthydro, 1, CRPM_DOUBLE, "crpm_protect(dthydro)");
     std::vector<Real> *nodal[6] = {&d.x, &d.y, &d.z, &d.xd, &d.yd, &d.zd};
     for (int i = 0; i < 6; ++i)
-        checkCrpm(crpm_protect(10 + i, nodal[i]->data(), nn, CRPM_DOUBLE), "crpm_protect(nodal)");
+        ck.protect(10 + i, nodal[i]->data(), nn, CRPM_DOUBLE, "crpm_protect(nodal)");
     std::vector<Real> *elem[5] = {&d.e, &d.p, &d.q, &d.v, &d.ss};
     for (int i = 0; i < 5; ++i)
-        checkCrpm(crpm_protect(20 + i, elem[i]->data(), ne, CRPM_DOUBLE), "crpm_protect(element)");
+        ck.protect(20 + i, elem[i]->data(), ne, CRPM_DOUBLE, "crpm_protect(element)");
 }
 
 // FNV-1a over the bits of the whole restartable state, combined over ranks
@@ -191,7 +183,8 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
     Options o;
-    const int pr = parseArgs(argc, argv, o, rank == 0);
+    crpm_app::Options ckOpt;  // --crpm, --ckpt-every
+    const int pr = parseArgs(argc, argv, o, ckOpt, rank == 0);
     if (pr != 0) {
         MPI_Finalize();
         return pr == 2 ? 0 : 1;
@@ -216,14 +209,13 @@ int main(int argc, char **argv) {
         std::fflush(stdout);
     }
 
-    const bool crpm = o.crpm != nullptr;
+    // Any library failure is fatal for the whole job.
+    crpm_app::Checkpointer ck("lulesh", ckOpt);
+    const bool crpm = ck.enabled();
     if (crpm) {
-        checkCrpm(crpm_init(o.crpm, MPI_COMM_WORLD), "crpm_init");
-        protectState(d);
-        const int st = crpm_status();
-        checkCrpm(st, "crpm_status");
-        if (st > 0) {
-            checkCrpm(crpm_recover(), "crpm_recover");
+        ck.init(MPI_COMM_WORLD);
+        protectState(ck, d);
+        if (ck.recoverIfAny() > 0) {
             if (talk) {
                 std::printf("crpm: restarted from cycle %d (time %.6e)\n", d.cycle, double(d.time));
                 std::fflush(stdout);
@@ -234,8 +226,6 @@ int main(int argc, char **argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     const double start = MPI_Wtime();
     const int firstCycle = d.cycle;
-    int nckpt = 0;
-    double tckpt = 0.0;
     while (d.time < d.k.stoptime && d.cycle < o.iterations) {
         lulesh::timeIncrement(d);
         lulesh::lagrangeLeapFrog(d);
@@ -244,12 +234,7 @@ int main(int argc, char **argv) {
                         double(d.deltatime));
             std::fflush(stdout);
         }
-        if (crpm && o.ckptEvery > 0 && d.cycle % o.ckptEvery == 0) {
-            const double t0 = MPI_Wtime();
-            checkCrpm(crpm_checkpoint(d.cycle, CRPM_L1), "crpm_checkpoint");
-            tckpt += MPI_Wtime() - t0;
-            ++nckpt;
-        }
+        if (ck.due(d.cycle)) ck.checkpoint(d.cycle);
         if (o.cycleDelayMs > 0.0)
             std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.cycleDelayMs));
     }
@@ -259,13 +244,13 @@ int main(int argc, char **argv) {
     const unsigned long long digest = stateDigest(d);
     if (talk) report(d, digest, maxElapsed, d.cycle - firstCycle);
     if (crpm) {
-        double tmax = 0.0;
+        double tmax = 0.0, tckpt = ck.seconds();
         MPI_Allreduce(&tckpt, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         if (talk) {
-            std::printf("crpm: %d checkpoints in this run, %.3f s\n", nckpt, tmax);
+            std::printf("crpm: %d checkpoints in this run, %.3f s\n", ck.count(), tmax);
             std::fflush(stdout);
         }
-        checkCrpm(crpm_finalize(), "crpm_finalize");
+        ck.finalize();
     }
     MPI_Finalize();
     return 0;

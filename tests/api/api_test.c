@@ -16,25 +16,11 @@
 
 #include <mpi.h>
 
+#include "check.h"
 #include "crpm.h"
 
-static int rank, nranks, checks, failures;
+static int rank, nranks;
 static char base[256];
-
-#define CHECK(cond, ...) check_((cond), __LINE__, #cond, __VA_ARGS__)
-static void check_(int ok, int line, const char *expr, const char *fmt, ...)
-{
-    checks++;
-    if (ok)
-        return;
-    failures++;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "FAIL rank %d line %d: %s: %s (last error: %s)\n", rank, line, expr, msg, crpm_last_error());
-}
 
 static int all_true(int v)
 {
@@ -628,6 +614,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    check_set_rank(rank);
+    check_set_note(crpm_last_error);
     if (nranks != 4) {
         if (rank == 0)
             fprintf(stderr, "api_test needs 4 ranks\n");
@@ -656,15 +644,15 @@ int main(int argc, char **argv)
                  {"epochs", test_epochs},     {"damage", test_damage}, {"fresh_cases", test_fresh_cases},
                  {"snapshot", test_snapshot}};
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        int before = failures;
+        int before = check_failures();
         double t0 = MPI_Wtime();
         tests[i].fn();
-        int bad = failures - before, allbad;
+        int bad = check_failures() - before, allbad;
         MPI_Allreduce(&bad, &allbad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         if (rank == 0)
             printf("%-12s %s (%.2f s)\n", tests[i].name, allbad ? "FAILED" : "ok", MPI_Wtime() - t0);
     }
-    int tot[2] = {checks, failures}, sum[2];
+    int tot[2] = {check_count(), check_failures()}, sum[2];
     MPI_Reduce(tot, sum, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         printf("api_test: %d checks, %d failed\n", sum[0], sum[1]);
@@ -677,6 +665,7 @@ int main(int argc, char **argv)
     }
     free(field);
     int fail_all;
+    int failures = check_failures();
     MPI_Allreduce(&failures, &fail_all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Finalize();
     return fail_all ? 1 : 0;

@@ -5,18 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "config.h"
 #include "engine.h"
-
-static int checks, failures;
-#define CHECK(cond)                                                                              \
-    do {                                                                                         \
-        checks++;                                                                                \
-        if (!(cond)) {                                                                           \
-            failures++;                                                                          \
-            fprintf(stderr, "FAIL line %d: %s (last error: %s)\n", __LINE__, #cond, crpm_last_error()); \
-        }                                                                                        \
-    } while (0)
 
 static int parse(const char *text, crpm_config *c) { return crpm_config_parse(text, "t.ini", c); }
 
@@ -43,6 +34,7 @@ static void check_examples(const char *dir)
 
 int main(int argc, char **argv)
 {
+    check_set_note(crpm_last_error);
     unsetenv("CRPM_CKPT_DIR");
     unsetenv("CRPM_JOB_NAME");
     crpm_config c;
@@ -120,6 +112,5 @@ int main(int argc, char **argv)
     CHECK(crpm_config_read_file("/nonexistent/x.ini", &text, &len) == CRPM_ERR_CONFIG);
     CHECK(strstr(crpm_last_error(), "/nonexistent/x.ini: cannot open") != NULL);
 
-    printf("config_test: %d checks, %d failed\n", checks, failures);
-    return failures != 0;
+    return check_summary("config_test");
 }

@@ -14,25 +14,16 @@ import argparse
 import glob
 import os
 import re
-import shlex
 import shutil
-import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import crpmtest  # noqa: E402
+
 TIMEOUT = 60
 
-
-def mpiexec(np):
-    exe = os.environ.get("CRPM_MPIEXEC") or "mpirun"
-    flags = os.environ.get("CRPM_MPIEXEC_FLAGS")
-    if flags is None:
-        flags = "--oversubscribe --allow-run-as-root"
-    return [exe, "-n", str(np)] + shlex.split(flags)
-
-
-class Failed(Exception):
-    pass
+Failed = crpmtest.Failure
 
 
 class Ctx:
@@ -53,17 +44,11 @@ class Ctx:
             self.ckpt, job, keep, verbosity, extra))
 
     def run(self, np, args, env=None):
-        e = dict(os.environ)
-        for k in ("CRPM_CKPT_DIR", "CRPM_JOB_NAME", "CRPM_TEST_KILL"):
-            e.pop(k, None)
-        e.update(env or {})
-        t0 = time.time()
-        try:
-            p = subprocess.run(mpiexec(np) + [self.heat] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, env=e, timeout=TIMEOUT, start_new_session=True)
-        except subprocess.TimeoutExpired as ex:
-            raise Failed("hung: no exit within %d s (%s)" % (TIMEOUT, " ".join(args))) from ex
-        return p.returncode, p.stdout.decode("utf-8", "replace"), time.time() - t0
+        e = crpmtest.job_env(env, clear=crpmtest.CRPM_ENV_OVERRIDES)
+        r = crpmtest.run_job(crpmtest.mpiexec(np) + [self.heat] + args, env=e, timeout=TIMEOUT)
+        if r.timed_out:
+            raise Failed("hung: no exit within %d s (%s)" % (TIMEOUT, " ".join(args)))
+        return r.rc, r.out, r.elapsed
 
     def container(self, r, job="heat"):
         return os.path.join(self.ckpt, job, "rank-%d.crpm" % r)
@@ -77,14 +62,11 @@ def expect_ok(out_rc, what):
 
 
 def indent(text, n=12):
-    return "\n".join("    | " + x for x in text.rstrip("\n").split("\n")[-n:])
+    return crpmtest.tail(text, n)
 
 
 def checksum(out):
-    m = re.findall(r"^checksum .*$", out, re.M)
-    if len(m) != 1:
-        raise Failed("expected one checksum line\n" + indent(out))
-    return m[0]
+    return crpmtest.one_line(out, r"^checksum ", "checksum line")
 
 
 def expect_error(res, np, per_rank):
@@ -252,9 +234,7 @@ def main():
     ap.add_argument("--heat", required=True)
     ap.add_argument("--workdir", required=True)
     a = ap.parse_args()
-    shutil.rmtree(a.workdir, ignore_errors=True)
-    os.makedirs(a.workdir)
-    c = Ctx(a.heat, a.workdir)
+    c = Ctx(a.heat, crpmtest.make_workdir(a.workdir))
     passed = failed = 0
     for s in SCENARIOS:
         name = s.__name__[len("scenario_"):]
@@ -269,8 +249,7 @@ def main():
             if name == "reference":
                 failed += len(SCENARIOS) - 1
                 break
-    if failed == 0:
-        shutil.rmtree(a.workdir, ignore_errors=True)
+    crpmtest.clean_workdir(c.workdir, keep=failed > 0)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

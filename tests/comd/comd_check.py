@@ -30,11 +30,10 @@ settings come from CRPM_MPIEXEC and CRPM_MPIEXEC_FLAGS (crpm_add_script_test).
 import argparse
 import os
 import re
-import shlex
-import shutil
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import crpmtest  # noqa: E402
 
 ENERGY_RE = re.compile(r"^ +(\d+) +(\S+) +(\S+) +(\S+) +(\S+) +(\S+) +(\d+)$")
 RESULT_RE = re.compile(r"^  (Initial energy|Final energy|eFinal/eInitial|Final temperature|"
@@ -51,24 +50,17 @@ def fail(msg):
 
 
 def launch(np_, cmd, env=None, timeout=120, expect_ok=True):
-    mpiexec = os.environ.get("CRPM_MPIEXEC", "mpirun")
-    flags = shlex.split(os.environ.get("CRPM_MPIEXEC_FLAGS",
-                                       "--oversubscribe --allow-run-as-root"))
-    full = [mpiexec, "-np", str(np_)] + flags + cmd
-    print("+ " + " ".join(shlex.quote(c) for c in full), flush=True)
-    run_env = dict(os.environ)
-    run_env.update(env or {})
-    try:
-        p = subprocess.run(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=timeout, env=run_env, text=True, start_new_session=True)
-    except subprocess.TimeoutExpired:
+    full = crpmtest.mpiexec(np_) + cmd
+    print("+ " + crpmtest.format_cmd(full), flush=True)
+    r = crpmtest.run_job(full, env=crpmtest.job_env(env), timeout=timeout, separate_stderr=True)
+    if r.timed_out:
         fail("timed out after %s s" % timeout)
-    sys.stdout.write(p.stdout)
-    if p.stderr:
-        sys.stdout.write("[stderr]\n" + p.stderr)
-    if expect_ok and p.returncode != 0:
-        fail("exit status %d" % p.returncode)
-    return p.returncode, p.stdout.splitlines()
+    sys.stdout.write(r.out)
+    if r.err:
+        sys.stdout.write("[stderr]\n" + r.err)
+    if expect_ok and r.rc != 0:
+        fail("exit status %d" % r.rc)
+    return r.rc, r.lines
 
 
 def energy_lines(lines):
@@ -174,8 +166,7 @@ def cmd_restart(a, extra):
     steps_a, steps_b = (int(v) for v in a.steps.split(","))
     if not (0 < steps_a < steps_b and a.ckpt_every <= steps_a):
         fail("need 0 < A < B and ckpt-every <= A")
-    work = tempfile.mkdtemp(prefix="comd-restart-", dir="/dev/shm" if os.path.isdir("/dev/shm")
-                            else None)
+    work = crpmtest.make_workdir(prefix="comd-restart-")
     env = {"CRPM_CKPT_DIR": work, "CRPM_JOB_NAME": "comd-restart"}
     try:
         crpm = ["--crpm", a.keep1, "--ckpt-every", str(a.ckpt_every)]
@@ -210,7 +201,7 @@ def cmd_restart(a, extra):
         check(rc != 0, "relaunch with another temperature refused (exit %d)" % rc)
         check(not energy_lines(run3), "refused relaunch printed no energy lines")
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        crpmtest.clean_workdir(work)
 
 
 def main():

@@ -3,7 +3,7 @@
  * again (few blocks compared, faults again); the data stays exact throughout. */
 #include <sys/resource.h>
 #include <unistd.h>
-#include "common.h"
+#include "check.h"
 #include "engine.h"
 
 enum { N = 4 << 20, PAGE = 4096, NPAGES = N / PAGE };
@@ -18,7 +18,7 @@ static long minflt(void)
 static crpm_stats_t ck(crpm_container *c, uint64_t id)
 {
     crpm_stats_t st;
-    CHECK(crpm_container_checkpoint(c, id, &st) == 0, "checkpoint %llu: %s", (unsigned long long)id,
+    REQUIRE(crpm_container_checkpoint(c, id, &st) == 0, "checkpoint %llu: %s", (unsigned long long)id,
           crpm_last_error());
     return st;
 }
@@ -41,17 +41,17 @@ int main(int argc, char **argv)
     crpm_open_opts o = {.path = path, .segment_size = 64 << 10, .block_size = 256, .create = 1,
                         .change_tracking = 1};
     crpm_container *c;
-    CHECK(crpm_container_open(&o, &c, NULL) == 0, "create: %s", crpm_last_error());
+    REQUIRE(crpm_container_open(&o, &c, NULL) == 0, "create: %s", crpm_last_error());
     if (strcmp(crpm_container_tracking(c), "pagemap") != 0) {
         printf("SKIP: change tracking not available: %s\n", crpm_container_tracking(c));
         crpm_container_close(c);
         unlink(path);
-        return 77;
+        return CHECK_SKIP;
     }
     char *a = aligned_alloc(PAGE, N), *ref = malloc(N);
     uint64_t s = 11;
     fill_random(&s, a, N);
-    CHECK(crpm_container_protect(c, 1, a, N / 8, CRPM_TC_DOUBLE, 8) == 0, "protect: %s", crpm_last_error());
+    REQUIRE(crpm_container_protect(c, 1, a, N / 8, CRPM_TC_DOUBLE, 8) == 0, "protect: %s", crpm_last_error());
     uint64_t id = 1;
     ck(c, id++);
 
@@ -64,9 +64,9 @@ int main(int argc, char **argv)
     crpm_stats_t st3 = ck(c, id++);
     printf("dense: faults per epoch %ld, %ld, %ld (of %d pages); compared %llu, %llu of %d bytes\n", f1, f2, f3,
            NPAGES, (unsigned long long)st.bytes_compared, (unsigned long long)st3.bytes_compared, N);
-    CHECK(f1 >= NPAGES && f2 >= NPAGES, "a tracked array faults on each page's first write");
-    CHECK(f3 < NPAGES / 16, "a densely written array is left writable: %ld faults", f3);
-    CHECK(st.bytes_compared >= N && st3.bytes_compared >= N, "a densely written array is compared whole");
+    REQUIRE(f1 >= NPAGES && f2 >= NPAGES, "a tracked array faults on each page's first write");
+    REQUIRE(f3 < NPAGES / 16, "a densely written array is left writable: %ld faults", f3);
+    REQUIRE(st.bytes_compared >= N && st3.bytes_compared >= N, "a densely written array is compared whole");
 
     /* sparse epochs: one byte of one page; tracking must come back after the
      * 4-checkpoint hot period, a re-arming scan and one measured epoch */
@@ -81,14 +81,14 @@ int main(int argc, char **argv)
         printf("sparse %d: compared %llu, written %llu, faults %ld\n", k, (unsigned long long)st.bytes_compared,
                (unsigned long long)st.bytes_written, fs);
     }
-    CHECK(back, "sparse writes are tracked again after the hot period");
-    CHECK(fs >= 1, "a tracked page faults again on its first write");
+    REQUIRE(back, "sparse writes are tracked again after the hot period");
+    REQUIRE(fs >= 1, "a tracked page faults again on its first write");
 
     /* exactness: recover the last epoch into a wiped array */
     memcpy(ref, a, N);
     memset(a, 0, N);
-    CHECK(crpm_container_recover(c) == 0, "recover: %s", crpm_last_error());
-    CHECK(memcmp(a, ref, N) == 0, "recovered data equals the last checkpoint");
+    REQUIRE(crpm_container_recover(c) == 0, "recover: %s", crpm_last_error());
+    REQUIRE(memcmp(a, ref, N) == 0, "recovered data equals the last checkpoint");
     crpm_container_close(c);
     unlink(path);
     free(a);

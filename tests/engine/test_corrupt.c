@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "common.h"
+#include "check.h"
 #include "engine.h"
 #include "format.h"
 
@@ -24,26 +24,26 @@ static void copy_file(const char *from, const char *to, off_t trunc_to)
 {
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
-    CHECK(system(cmd) == 0, "cp");
+    REQUIRE(system(cmd) == 0, "cp");
     if (trunc_to >= 0)
-        CHECK(truncate(to, trunc_to) == 0, "truncate");
+        REQUIRE(truncate(to, trunc_to) == 0, "truncate");
 }
 
 static void flip(const char *p, off_t off, int bit)
 {
     int fd = open(p, O_RDWR);
     unsigned char b;
-    CHECK(pread(fd, &b, 1, off) == 1, "pread");
+    REQUIRE(pread(fd, &b, 1, off) == 1, "pread");
     b ^= (unsigned char)(1u << bit);
-    CHECK(pwrite(fd, &b, 1, off) == 1, "pwrite");
+    REQUIRE(pwrite(fd, &b, 1, off) == 1, "pwrite");
     close(fd);
 }
 
 static void expect(const char *what, int rc, int want)
 {
-    CHECK(rc == want, "%s: got %d (%s), want %d (%s); message: %s", what, rc, crpm_strerror(rc), want,
+    REQUIRE(rc == want, "%s: got %d (%s), want %d (%s); message: %s", what, rc, crpm_strerror(rc), want,
           crpm_strerror(want), crpm_last_error());
-    CHECK(rc == 0 || strlen(crpm_last_error()) > 0, "%s: no message", what);
+    REQUIRE(rc == 0 || strlen(crpm_last_error()) > 0, "%s: no message", what);
     printf("%-40s -> %s: %s\n", what, crpm_strerror(rc), rc ? crpm_last_error() : "");
 }
 
@@ -71,20 +71,20 @@ int main(int argc, char **argv)
     crpm_container *c;
     crpm_open_opts o = {.path = path, .segment_size = 4096, .block_size = 256, .job_name = "job", .nranks = 1,
                         .create = 1, .persistence = CRPM_PERSIST_MSYNC};
-    CHECK(crpm_container_open(&o, &c, NULL) == 0, "create: %s", crpm_last_error());
+    REQUIRE(crpm_container_open(&o, &c, NULL) == 0, "create: %s", crpm_last_error());
     expect("recover before any checkpoint", crpm_container_recover(c), CRPM_ERR_NOCKPT);
-    CHECK(crpm_container_protect(c, 1, data0, N0, CRPM_TC_BYTE, 1) == 0, "protect");
-    CHECK(crpm_container_protect(c, 2, data1, N1 / 4, CRPM_TC_INT, 4) == 0, "protect");
-    CHECK(crpm_container_checkpoint(c, 10, NULL) == 0, "ckpt 1");
+    REQUIRE(crpm_container_protect(c, 1, data0, N0, CRPM_TC_BYTE, 1) == 0, "protect");
+    REQUIRE(crpm_container_protect(c, 2, data1, N1 / 4, CRPM_TC_INT, 4) == 0, "protect");
+    REQUIRE(crpm_container_checkpoint(c, 10, NULL) == 0, "ckpt 1");
     data0[5] ^= 1;
-    CHECK(crpm_container_checkpoint(c, 20, NULL) == 0, "ckpt 2");
+    REQUIRE(crpm_container_checkpoint(c, 20, NULL) == 0, "ckpt 2");
     expect("protect with element size 0", crpm_container_protect(c, 3, data0, 1, CRPM_TC_BYTE, 0), CRPM_ERR_INVAL);
     expect("protect NULL with count", crpm_container_protect(c, 3, NULL, 5, CRPM_TC_BYTE, 1), CRPM_ERR_INVAL);
     crpm_container_close(c);
 
     /* mismatches at recovery */
-    CHECK(open_path(path, &c, 0, 0, "job", 0, 1) == 0, "reopen: %s", crpm_last_error());
-    CHECK(crpm_container_epoch(c) == 2 && crpm_container_user_id(c) == 20, "epoch/user id");
+    REQUIRE(open_path(path, &c, 0, 0, "job", 0, 1) == 0, "reopen: %s", crpm_last_error());
+    REQUIRE(crpm_container_epoch(c) == 2 && crpm_container_user_id(c) == 20, "epoch/user id");
     char *tmp0 = malloc(N0), *tmp1 = malloc(N1);
     crpm_container_protect(c, 1, tmp0, N0, CRPM_TC_BYTE, 1);
     expect("recover with an array missing", crpm_container_recover(c), CRPM_ERR_MISMATCH);
@@ -97,7 +97,7 @@ int main(int argc, char **argv)
     expect("recover with an extra array", crpm_container_recover(c), CRPM_ERR_MISMATCH);
     crpm_container_unprotect(c, 9);
     expect("recover", crpm_container_recover(c), 0);
-    CHECK(memcmp(tmp0, data0, N0) == 0 && memcmp(tmp1, data1, N1) == 0, "recovered data");
+    REQUIRE(memcmp(tmp0, data0, N0) == 0 && memcmp(tmp1, data1, N1) == 0, "recovered data");
     crpm_container_close(c);
 
     /* identity and geometry */
@@ -111,7 +111,7 @@ int main(int argc, char **argv)
     /* damaged files */
     struct crpm_super sb;
     int fd = open(path, O_RDONLY);
-    CHECK(pread(fd, &sb, sizeof sb, 0) == (ssize_t)sizeof sb, "read super");
+    REQUIRE(pread(fd, &sb, sizeof sb, 0) == (ssize_t)sizeof sb, "read super");
     close(fd);
     struct stat st;
     stat(path, &st);
@@ -131,19 +131,19 @@ int main(int argc, char **argv)
         int f = open(bad, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         char junk[8192];
         fill_random(&s, junk, sizeof junk);
-        CHECK(write(f, junk, sizeof junk) == (ssize_t)sizeof junk, "w");
+        REQUIRE(write(f, junk, sizeof junk) == (ssize_t)sizeof junk, "w");
         close(f);
         expect_open("foreign file (random bytes)", CRPM_ERR_FORMAT);
         f = open(bad, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        CHECK(write(f, "hello\n", 6) == 6, "w");
+        REQUIRE(write(f, "hello\n", 6) == 6, "w");
         close(f);
         expect_open("foreign file (short text)", CRPM_ERR_FORMAT);
     }
     /* the previous epoch's slot damaged: current still fine, rollback refused */
     copy_file(path, bad, -1);
     flip(bad, (off_t)sb.slot_offset[1] + 70, 4);
-    CHECK(open_path(bad, &c, 0, 0, "job", 0, 1) == 0, "open with damaged previous slot: %s", crpm_last_error());
-    CHECK(!crpm_container_prev_available(c), "damaged previous epoch offered");
+    REQUIRE(open_path(bad, &c, 0, 0, "job", 0, 1) == 0, "open with damaged previous slot: %s", crpm_last_error());
+    REQUIRE(!crpm_container_prev_available(c), "damaged previous epoch offered");
     expect("rollback onto a damaged epoch", crpm_container_rollback(c), CRPM_ERR_EPOCH);
     crpm_container_close(c);
 
@@ -164,14 +164,14 @@ int main(int argc, char **argv)
         crpm_container_protect(c, 1, tmp0, N0, CRPM_TC_BYTE, 1);
         crpm_container_protect(c, 2, tmp1, N1 / 4, CRPM_TC_INT, 4);
         int rc = crpm_container_recover(c);
-        CHECK(rc != 0 || (crpm_container_epoch(c) == 2 && memcmp(tmp0, data0, N0) == 0 &&
+        REQUIRE(rc != 0 || (crpm_container_epoch(c) == 2 && memcmp(tmp0, data0, N0) == 0 &&
                           memcmp(tmp1, data1, N1) == 0),
               "bit flip at offset %lld returned wrong data", (long long)off);
         fine += rc == 0;
         crpm_container_close(c);
     }
     printf("random metadata bit flips: %d detected, %d harmless (unused bytes or previous slot)\n", errors, fine);
-    CHECK(errors > 50, "too few flips detected");
+    REQUIRE(errors > 50, "too few flips detected");
 
     /* inspection */
     FILE *f = tmpfile();

@@ -6,7 +6,7 @@
  * alone must hold epoch k. */
 #include <fcntl.h>
 #include <unistd.h>
-#include "common.h"
+#include "check.h"
 #include "engine.h"
 
 #define MAXR 8
@@ -89,8 +89,8 @@ static int matches(crpm_container *c, const snap *s, char *why, size_t whylen)
 static void write_file(const char *path, const char *buf, size_t n)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    CHECK(fd >= 0, "open %s", path);
-    CHECK(write(fd, buf, n) == (ssize_t)n, "write image");
+    REQUIRE(fd >= 0, "open %s", path);
+    REQUIRE(write(fd, buf, n) == (ssize_t)n, "write image");
     close(fd);
 }
 
@@ -204,10 +204,10 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
                         .slot_size = 16384, .change_tracking = track};
     crpm_container *c;
     int rc = crpm_container_open(&o, &c, NULL);
-    CHECK(rc == 0, "open: %s", crpm_last_error());
+    REQUIRE(rc == 0, "open: %s", crpm_last_error());
     if (track && strcmp(crpm_container_tracking(c), "pagemap") != 0) {
         printf("SKIP: change tracking not available: %s\n", crpm_container_tracking(c));
-        exit(77);
+        exit(CHECK_SKIP);
     }
     region r[MAXR];
     memset(r, 0, sizeof r);
@@ -223,7 +223,7 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
         for (int i = 0; i < MAXR; i++) {
             if (r[i].live) {
                 if (k > 1 && rnd_below(&s, 40) == 0 && nr > 1) { /* unprotect (protected since epoch 1) */
-                    CHECK(crpm_container_unprotect(c, r[i].id) == 0, "unprotect");
+                    REQUIRE(crpm_container_unprotect(c, r[i].id) == 0, "unprotect");
                     free(r[i].buf);
                     free(r[i].spare);
                     r[i].live = 0;
@@ -244,7 +244,7 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
                 int es = r[i].bytes % 8 == 0 ? 8 : 1;
                 rc = crpm_container_protect(c, r[i].id, r[i].buf, r[i].bytes / (uint64_t)es, CRPM_TC_BYTE,
                                             (uint64_t)es);
-                CHECK(rc == 0, "protect: %s", crpm_last_error());
+                REQUIRE(rc == 0, "protect: %s", crpm_last_error());
             }
         }
         take_snap(&refs[k], r);
@@ -254,8 +254,8 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
         crpm_stats_t st;
         rc = crpm_container_checkpoint(c, (uint64_t)k, &st);
         mid_checkpoint = 0;
-        CHECK(rc == 0, "checkpoint %d: %s", k, crpm_last_error());
-        CHECK(crpm_container_epoch(c) == (uint64_t)k, "epoch");
+        REQUIRE(rc == 0, "checkpoint %d: %s", k, crpm_last_error());
+        REQUIRE(crpm_container_epoch(c) == (uint64_t)k, "epoch");
         /* durable state alone must hold epoch k, and k-1 must be recoverable */
         crpm_media *m = crpm_container_media(c);
         memcpy(img, crpm_sim_media(m), m->size);
@@ -265,10 +265,10 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
     for (int i = 0; i < MAXR; i++)
         if (r[i].live)
             memset(r[i].buf, 0, r[i].bytes);
-    CHECK(crpm_container_recover(c) == 0, "recover: %s", crpm_last_error());
+    REQUIRE(crpm_container_recover(c) == 0, "recover: %s", crpm_last_error());
     for (int i = 0, j = 0; i < MAXR; i++)
         if (r[i].live) {
-            CHECK(memcmp(r[i].buf, refs[nepochs].data[j], r[i].bytes) == 0, "recovered contents");
+            REQUIRE(memcmp(r[i].buf, refs[nepochs].data[j], r[i].bytes) == 0, "recovered contents");
             j++;
         }
     crpm_container_close(c);

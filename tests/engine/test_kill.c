@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "common.h"
+#include "check.h"
 #include "engine.h"
 
 #define NREG 3
@@ -44,7 +44,7 @@ static void child(const char *path, int fd)
                         .change_tracking = track};
     crpm_container *c;
     if (crpm_container_open(&o, &c, NULL)) _exit(3);
-    if (track && strcmp(crpm_container_tracking(c), "pagemap") != 0) _exit(77);
+    if (track && strcmp(crpm_container_tracking(c), "pagemap") != 0) _exit(CHECK_SKIP);
     char *buf[NREG];
     for (int r = 0; r < NREG; r++) {
         buf[r] = calloc(1, sizes[r]);
@@ -81,7 +81,7 @@ int main(int argc, char **argv)
     int during = 0;
     for (int t = 0; t < trials; t++) {
         int p[2];
-        CHECK(pipe(p) == 0, "pipe");
+        REQUIRE(pipe(p) == 0, "pipe");
         *in_ckpt = 0;
         pid_t pid = fork();
         if (pid == 0) {
@@ -96,9 +96,9 @@ int main(int argc, char **argv)
         waitpid(pid, &st, 0);
         if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
             printf("SKIP: change tracking not available\n");
-            return 77;
+            return CHECK_SKIP;
         }
-        CHECK(WIFSIGNALED(st), "child exited early with status %d", WEXITSTATUS(st));
+        REQUIRE(WIFSIGNALED(st), "child exited early with status %d", WEXITSTATUS(st));
         uint64_t k;
         while (read(p[0], &k, sizeof k) == (ssize_t)sizeof k)
             reported = k;
@@ -108,20 +108,20 @@ int main(int argc, char **argv)
         crpm_open_opts o = {.path = path, .job_name = "kill", .rank = 0, .nranks = 1};
         crpm_container *c;
         if (access(path, F_OK) != 0) {
-            CHECK(reported == 0, "container missing after epoch %llu was reported", (unsigned long long)reported);
+            REQUIRE(reported == 0, "container missing after epoch %llu was reported", (unsigned long long)reported);
             continue;
         }
-        CHECK(crpm_container_open(&o, &c, NULL) == 0, "open after kill: %s", crpm_last_error());
+        REQUIRE(crpm_container_open(&o, &c, NULL) == 0, "open after kill: %s", crpm_last_error());
         uint64_t e = crpm_container_epoch(c);
-        CHECK(e == reported || e == reported + 1, "recovered epoch %llu, child reported %llu",
+        REQUIRE(e == reported || e == reported + 1, "recovered epoch %llu, child reported %llu",
               (unsigned long long)e, (unsigned long long)reported);
         while (ref_epoch < e)
             apply_epoch(ref, ++ref_epoch);
         if (e > 0) {
-            CHECK(crpm_container_nregions(c) == NREG, "regions");
+            REQUIRE(crpm_container_nregions(c) == NREG, "regions");
             for (int r = 0; r < NREG; r++) {
-                CHECK(crpm_container_read_region(c, r, got[r]) == 0, "read");
-                CHECK(memcmp(got[r], ref[r], sizes[r]) == 0, "trial %d: region %d differs from epoch %llu", t, r,
+                REQUIRE(crpm_container_read_region(c, r, got[r]) == 0, "read");
+                REQUIRE(memcmp(got[r], ref[r], sizes[r]) == 0, "trial %d: region %d differs from epoch %llu", t, r,
                       (unsigned long long)e);
             }
         }
@@ -136,7 +136,7 @@ int main(int argc, char **argv)
         free(got[r]);
     }
     printf("kills: %d, during a checkpoint: %d, final epoch %llu\n", trials, during, (unsigned long long)ref_epoch);
-    CHECK(ref_epoch > (uint64_t)trials / 2, "too few checkpoints made progress");
-    CHECK(during >= trials / 5, "too few kills landed inside a checkpoint (%d)", during);
+    REQUIRE(ref_epoch > (uint64_t)trials / 2, "too few checkpoints made progress");
+    REQUIRE(during >= trials / 5, "too few kills landed inside a checkpoint (%d)", during);
     return 0;
 }

@@ -18,10 +18,10 @@ reference's, with resumed printing only steps after K.
 import argparse
 import os
 import re
-import shlex
-import shutil
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import crpmtest  # noqa: E402
 
 
 def main():
@@ -42,25 +42,17 @@ def main():
     if not prog or not 0 < a.stop_at < a.iters:
         p.error("need a program and 0 < --stop-at < --iters")
 
-    mpiexec = os.environ.get("CRPM_MPIEXEC") or "mpirun"
-    flags = os.environ.get("CRPM_MPIEXEC_FLAGS", "--oversubscribe --allow-run-as-root")
-    shutil.rmtree(a.workdir, ignore_errors=True)
-    os.makedirs(a.workdir)
+    a.workdir = crpmtest.make_workdir(a.workdir)
     failures = []
 
     def run(name, ckpt, extra):
-        env = dict(os.environ)
-        env["CRPM_CKPT_DIR"] = os.path.join(a.workdir, ckpt)
-        env.pop("CRPM_TEST_KILL", None)
-        cmd = [mpiexec, "-n", str(a.np)] + shlex.split(flags) + prog + extra
-        try:
-            r = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, timeout=a.timeout)
-        except subprocess.TimeoutExpired:
+        env = crpmtest.job_env(ckpt_dir=os.path.join(a.workdir, ckpt))
+        r = crpmtest.run_job(crpmtest.mpiexec(a.np) + prog + extra, env=env, timeout=a.timeout)
+        if r.timed_out:
             sys.exit("%s: hung (over %.0f s)" % (name, a.timeout))
-        out = r.stdout.decode("utf-8", "replace")
-        if r.returncode != 0:
-            sys.exit("%s: exit code %d\n%s" % (name, r.returncode, out))
+        out = r.out
+        if r.rc != 0:
+            sys.exit("%s: exit code %d\n%s" % (name, r.rc, out))
         lines = out.splitlines()
         print("%s: %s" % (name, " / ".join(x for x in lines if x.startswith("RESULT steps="))))
         return lines
@@ -105,7 +97,7 @@ def main():
         print("FAILED: " + f)
     if not failures:
         print("restart equivalence: ok")
-        shutil.rmtree(a.workdir, ignore_errors=True)
+        crpmtest.clean_workdir(a.workdir)
     return 1 if failures else 0
 
 

@@ -18,11 +18,10 @@ CRPM_MPIEXEC_FLAGS (set by crpm_add_script_test).
 import argparse
 import os
 import re
-import shlex
-import shutil
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import crpmtest  # noqa: E402
 
 ITER_RE = re.compile(r"^Iteration = (\d+) ")
 
@@ -33,21 +32,17 @@ def fail(msg):
 
 
 def launch(np_, cmd, timeout, env):
-    mpiexec = os.environ.get("CRPM_MPIEXEC", "mpirun")
-    flags = shlex.split(os.environ.get("CRPM_MPIEXEC_FLAGS", "--oversubscribe --allow-run-as-root"))
-    full = [mpiexec, "-np", str(np_)] + flags + cmd
-    print("+ " + " ".join(shlex.quote(c) for c in full), flush=True)
-    try:
-        p = subprocess.run(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
-                           env=env, text=True, start_new_session=True)
-    except subprocess.TimeoutExpired:
+    full = crpmtest.mpiexec(np_) + cmd
+    print("+ " + crpmtest.format_cmd(full), flush=True)
+    r = crpmtest.run_job(full, env=env, timeout=timeout, separate_stderr=True)
+    if r.timed_out:
         fail("timed out after %s s" % timeout)
-    sys.stdout.write(p.stdout)
-    if p.stderr:
-        sys.stdout.write("[stderr]\n" + p.stderr)
-    if p.returncode != 0:
-        fail("exit status %d" % p.returncode)
-    return p.stdout.splitlines()
+    sys.stdout.write(r.out)
+    if r.err:
+        sys.stdout.write("[stderr]\n" + r.err)
+    if r.rc != 0:
+        fail("exit status %d" % r.rc)
+    return r.lines
 
 
 def results(lines):
@@ -69,8 +64,7 @@ def main():
         ap.error("missing program")
     cmd = cmd + ["--max-iter", str(a.max_iter)]
 
-    env = dict(os.environ)
-    env.pop("CRPM_TEST_KILL", None)
+    env = crpmtest.job_env()
     ref = launch(a.np, cmd, a.timeout, env)
     pos = 0
     for want in a.expect:
@@ -85,7 +79,7 @@ def main():
         print("PASS", flush=True)
         return
 
-    ckdir = tempfile.mkdtemp(prefix="hpccg-check-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    ckdir = crpmtest.make_workdir(prefix="hpccg-check-")
     try:
         env["CRPM_CKPT_DIR"] = ckdir
         env["CRPM_JOB_NAME"] = "hpccg_check"
@@ -114,7 +108,7 @@ def main():
         if [l for l in res2 if not ITER_RE.match(l)] != [l for l in ref_res if not ITER_RE.match(l)]:
             fail("results after restart differ from the failure-free run")
     finally:
-        shutil.rmtree(ckdir, ignore_errors=True)
+        crpmtest.clean_workdir(ckdir)
     print("PASS", flush=True)
 
 

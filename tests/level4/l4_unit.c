@@ -3,6 +3,7 @@
  * corruption and truncation fallbacks, rank-count checks, serial export and
  * verification.  Usage: mpirun -np N l4_unit <base dir>  (N >= 2); works in a
  * fresh directory under <base dir>, removed when every check passed. */
+#include "check.h"
 #include "crpm.h"
 #include "level4.h"
 
@@ -17,17 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int g_rank, g_size, g_fail;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            g_fail++;                                                        \
-            fprintf(stderr, "FAIL rank %d line %d: ", g_rank, __LINE__);     \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fprintf(stderr, " [last error: %s]\n", crpm_last_error());       \
-        }                                                                    \
-    } while (0)
+static int g_rank, g_size;
 
 typedef struct user_rec {
     double x[3];
@@ -221,6 +212,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    check_set_rank(g_rank);
+    check_set_note(crpm_last_error);
     if (argc != 2 || g_size < 2) {
         if (g_rank == 0)
             fprintf(stderr, "usage: mpirun -np N (N >= 2) %s <base dir>\n", argv[0]);
@@ -456,8 +449,8 @@ int main(int argc, char **argv)
     rc = crpm_l4_read(MPI_COMM_WORLD, path, s.nreg, s.reg);
     CHECK(rc == CRPM_SUCCESS && all_ok(state_equal(&s, g_rank, 8)), "read exported: %d", rc);
 
-    int total = 0;
-    MPI_Allreduce(&g_fail, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int total = 0, fails = check_failures();
+    MPI_Allreduce(&fails, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (g_rank == 0) {
         printf("l4_unit: %d ranks, %d failed check(s)%s%s\n", g_size, total, total ? "; files kept in " : "",
                total ? base : "");

@@ -3,21 +3,16 @@ crpm_add_script_test, which exports CRPM_MPIEXEC, CRPM_MPIEXEC_FLAGS)."""
 import argparse
 import os
 import re
-import shlex
 import shutil
 import struct
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import crpmtest  # noqa: E402
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
+Failure = crpmtest.Failure
+check = crpmtest.check
 
 
 def parse_args(need=("app",)):
@@ -35,33 +30,27 @@ def parse_args(need=("app",)):
     return a
 
 
-def mpiexec():
-    cmd = [os.environ.get("CRPM_MPIEXEC", "mpirun")]
-    flags = os.environ.get("CRPM_MPIEXEC_FLAGS")
-    if flags is None:
-        flags = "--oversubscribe --allow-run-as-root"
-    return cmd + shlex.split(flags)
+class Completed:
+    """What run returns: returncode, stdout and stderr (text)."""
+
+    def __init__(self, r):
+        self.returncode, self.stdout, self.stderr = r.rc, r.out, r.err
 
 
 def run(cmd, env=None, timeout=60, expect=0):
     """Runs cmd; expect: exit code wanted (None = any, "nonzero")."""
-    full_env = dict(os.environ)
-    full_env.pop("CRPM_TEST_KILL", None)
-    full_env.update(env or {})
-    try:
-        p = subprocess.run(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           universal_newlines=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    r = crpmtest.run_job(cmd, env=crpmtest.job_env(env), timeout=timeout, separate_stderr=True)
+    if r.timed_out:
         raise Failure("timed out after %ds: %s" % (timeout, " ".join(cmd)))
-    ok = (expect is None or (expect == "nonzero" and p.returncode != 0) or p.returncode == expect)
+    ok = (expect is None or (expect == "nonzero" and r.rc != 0) or r.rc == expect)
     if not ok:
         raise Failure("%s exited %d (wanted %s)\n--- stdout\n%s--- stderr\n%s" %
-                      (" ".join(cmd), p.returncode, expect, p.stdout[-4000:], p.stderr[-4000:]))
-    return p
+                      (" ".join(cmd), r.rc, expect, r.out[-4000:], r.err[-4000:]))
+    return Completed(r)
 
 
 def mpirun(np, args, **kw):
-    return run(mpiexec() + ["-np", str(np)] + list(args), **kw)
+    return run(crpmtest.mpiexec(np) + list(args), **kw)
 
 
 def results(out):
@@ -126,7 +115,7 @@ def superblock(path):
 def main(body):
     """Runs body(args, workdir); removes the work dir when it passes."""
     a = parse_args()
-    work = tempfile.mkdtemp(prefix="crpm-l4-%s-" % os.path.basename(sys.argv[0])[:-3], dir=a.tmp)
+    work = crpmtest.make_workdir(prefix="crpm-l4-%s-" % os.path.basename(sys.argv[0])[:-3], base=a.tmp)
     try:
         body(a, work)
     except Failure as e:
@@ -134,5 +123,4 @@ def main(body):
         print("work directory kept: %s" % work)
         sys.exit(1)
     print("PASS")
-    if not a.keep:
-        shutil.rmtree(work, ignore_errors=True)
+    crpmtest.clean_workdir(work, keep=a.keep)

@@ -22,39 +22,27 @@ import argparse
 import os
 import re
 import shlex
-import shutil
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import crpmtest  # noqa: E402
 
 RESULT_KEYS = ("Problem size", "MPI tasks", "Iteration count", "Final Origin Energy", "MaxAbsDiff",
                "TotalAbsDiff", "MaxRelDiff", "State digest")
 
 
-def launcher():
-    exe = os.environ.get("CRPM_MPIEXEC") or "mpirun"
-    flags = os.environ.get("CRPM_MPIEXEC_FLAGS")
-    if flags is None:
-        flags = "--oversubscribe --allow-run-as-root" if os.path.basename(exe) in ("mpirun", "mpiexec") else ""
-    return [exe] + shlex.split(flags)
-
-
-class Failure(Exception):
-    pass
+Failure = crpmtest.Failure
 
 
 def run(np_, prog, env, timeout, what):
-    cmd = launcher()[:1] + ["-n", str(np_)] + launcher()[1:] + prog
-    print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
-    try:
-        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           env=env, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    cmd = crpmtest.mpiexec(np_) + prog
+    print("$ " + crpmtest.format_cmd(cmd), flush=True)
+    r = crpmtest.run_job(cmd, env=env, timeout=timeout)
+    if r.timed_out:
         raise Failure("%s: hung for over %d s" % (what, timeout))
-    out = p.stdout.decode("utf-8", "replace")
-    if p.returncode != 0:
-        raise Failure("%s: exit code %d\n%s" % (what, p.returncode, out))
-    return out
+    if r.rc != 0:
+        raise Failure("%s: exit code %d\n%s" % (what, r.rc, r.out))
+    return r.out
 
 
 def results(out, what):
@@ -102,10 +90,8 @@ def main():
     if a.crpm and (a.partial is None or a.ckpt_every < 1 or a.partial < a.ckpt_every):
         ap.error("--crpm needs --ckpt-every K >= 1 and --partial P >= K")
 
-    env = dict(os.environ)
-    env.pop("CRPM_TEST_KILL", None)
-    shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    tmp = tempfile.mkdtemp(prefix="crpm-lulesh-", dir=shm)
+    env = crpmtest.job_env()
+    tmp = crpmtest.make_workdir(prefix="crpm-lulesh-")
     try:
         base = results(run(a.np, prog, env, a.timeout, "run without checkpoints"), "run without checkpoints")
         print(show(base), flush=True)
@@ -152,7 +138,7 @@ def main():
         print("FAILED: %s" % e, flush=True)
         return 1
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        crpmtest.clean_workdir(tmp)
     print("passed", flush=True)
     return 0
 

@@ -7,23 +7,13 @@
 #include <cstdio>
 #include <random>
 
+#include "check.h"
 #include "lulesh.hpp"
 
 using lulesh::Index;
 using lulesh::Real;
 
 namespace {
-
-int failures = 0;
-
-void check(bool ok, const char *what, double got, double want) {
-    if (!ok) {
-        std::printf("FAIL %s: got %.17g, want %.17g\n", what, got, want);
-        ++failures;
-    }
-}
-
-bool close(double a, double b, double tol) { return std::fabs(a - b) <= tol * (1.0 + std::fabs(b)); }
 
 // Reference signs of the corners (0 or 1 per axis).
 const int cx[8] = {0, 1, 1, 0, 0, 1, 1, 0};
@@ -64,7 +54,7 @@ void testAffineVolumes(std::mt19937_64 &rng) {
         cube.z[a] = cz[a];
     }
     const Real v1 = lulesh::elemVolume(cube.x, cube.y, cube.z);
-    check(v1 == 1.0, "unit cube volume", v1, 1.0);
+    CHECK(v1 == 1.0, "unit cube volume: got %.17g", v1);
 
     std::uniform_real_distribution<double> d(-1.0, 1.0);
     for (int trial = 0; trial < 20; ++trial) {
@@ -84,7 +74,7 @@ void testAffineVolumes(std::mt19937_64 &rng) {
             h.z[a] = A[2][0] * p[0] + A[2][1] * p[1] + A[2][2] * p[2] + t[2];
         }
         const Real v = lulesh::elemVolume(h.x, h.y, h.z);
-        check(close(v, std::fabs(det), 1e-12), "affine hexahedron volume = |det A|", v, std::fabs(det));
+        CHECK_CLOSE(v, std::fabs(det), 1e-12, "affine hexahedron volume = |det A|");
     }
 }
 
@@ -102,7 +92,7 @@ void testSubdivision(std::mt19937_64 &rng) {
                           sub.y[a], sub.z[a]);
             sum += lulesh::elemVolume(sub.x, sub.y, sub.z);
         }
-        check(close(sum, whole, 1e-12), "octant volumes add up", sum, whole);
+        CHECK_CLOSE(sum, whole, 1e-12, "octant volumes add up");
     }
 }
 
@@ -124,11 +114,12 @@ void testVolumeDerivative(std::mt19937_64 &rng) {
                 const Real vm = lulesh::elemVolume(h.x, h.y, h.z);
                 coord[a] = keep;
                 const Real fd = (vp - vm) / (2 * step);
-                check(close(g[c][a], fd, 1e-9), "volume derivative vs finite difference", g[c][a], fd);
+                CHECK_CLOSE(g[c][a], fd, 1e-9, "volume derivative vs finite difference");
                 sum[c] += g[c][a];
             }
         // Translating the element leaves its volume unchanged.
-        for (double s : sum) check(std::fabs(s) < 1e-13, "volume derivatives sum to zero", s, 0.0);
+        for (double s : sum)
+            CHECK(std::fabs(s) < 1e-13, "volume derivatives sum to zero: got %.17g", double(s));
     }
 }
 
@@ -140,36 +131,35 @@ void testDomain(MPI_Comm comm) {
     const Real edge = 1.125 / 4;
     Real vol = 0.0, mass = 0.0;
     for (Index el = 0; el < d.numElem; ++el) {
-        check(close(d.volo[el], edge * edge * edge, 1e-13), "initial element volume", d.volo[el],
-              edge * edge * edge);
+        CHECK_CLOSE(d.volo[el], edge * edge * edge, 1e-13, "initial element volume");
         vol += d.volo[el];
     }
     for (Real m : d.nodalMass) mass += m;
     const Real total = 1.125 * 1.125 * 1.125;
-    check(close(vol, total, 1e-13), "total volume", vol, total);
-    check(close(mass, total, 1e-13), "total nodal mass", mass, total);
+    CHECK_CLOSE(vol, total, 1e-13, "total volume");
+    CHECK_CLOSE(mass, total, 1e-13, "total nodal mass");
     // Each node collects the corners of the elements around it: 8 inside,
     // 1 at a mesh corner.
     const Index en = d.edgeNodes;
-    check(d.nodeElemStart[1] - d.nodeElemStart[0] == 1, "corner node has one element",
-          d.nodeElemStart[1] - d.nodeElemStart[0], 1);
+    CHECK(d.nodeElemStart[1] - d.nodeElemStart[0] == 1, "corner node has one element: got %.17g",
+          double(d.nodeElemStart[1] - d.nodeElemStart[0]));
     const Index mid = 2 * en * en + 2 * en + 2;
-    check(d.nodeElemStart[mid + 1] - d.nodeElemStart[mid] == 8, "interior node has eight elements",
-          d.nodeElemStart[mid + 1] - d.nodeElemStart[mid], 8);
+    CHECK(d.nodeElemStart[mid + 1] - d.nodeElemStart[mid] == 8, "interior node has eight elements: got %.17g",
+          double(d.nodeElemStart[mid + 1] - d.nodeElemStart[mid]));
     // Sedov deposit scaled by (s/45)^3 for one rank.
     const Real einit = 3.948746e+7 * std::pow(4.0 / 45.0, 3);
-    check(close(d.e[0], einit, 1e-14), "origin energy", d.e[0], einit);
+    CHECK_CLOSE(d.e[0], einit, 1e-14, "origin energy");
     Real rest = 0.0;
     for (Index el = 1; el < d.numElem; ++el) rest += std::fabs(d.e[el]);
-    check(rest == 0.0, "energy only in the origin element", rest, 0.0);
+    CHECK(rest == 0.0, "energy only in the origin element: got %.17g", rest);
     // Symmetry planes hold a full face of nodes each; regions cover every element once.
-    check(Index(d.symmX.size()) == en * en, "x symmetry plane nodes", double(d.symmX.size()), en * en);
+    CHECK(Index(d.symmX.size()) == en * en, "x symmetry plane nodes: got %.17g", double(d.symmX.size()));
     std::vector<int> seen(d.numElem, 0);
     for (const auto &r : d.regElems)
         for (Index el : r) ++seen[el];
     int bad = 0;
     for (int s : seen) bad += s != 1;
-    check(bad == 0, "regions partition the elements", bad, 0);
+    CHECK(bad == 0, "regions partition the elements: got %.17g", double(bad));
 }
 
 }  // namespace
@@ -183,6 +173,7 @@ int main(int argc, char **argv) {
     testSubdivision(rng);
     testVolumeDerivative(rng);
     if (size == 1) testDomain(MPI_COMM_WORLD);
+    const int failures = check_failures();
     std::printf("%s: %d failure(s)\n", failures ? "FAILED" : "passed", failures);
     MPI_Finalize();
     return failures ? 1 : 0;

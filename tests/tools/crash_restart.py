@@ -36,12 +36,13 @@ import argparse
 import os
 import random
 import re
-import shlex
 import shutil
-import signal
-import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import crpmtest  # noqa: E402
+from crpmtest import complete_lines, tail  # noqa: E402
 
 HOOK_POINTS = ("before_data", "after_data", "after_commit")
 
@@ -106,118 +107,24 @@ def parse_args(argv):
     return a, prog
 
 
-def launcher():
-    exe = os.environ.get("CRPM_MPIEXEC") or "mpirun"
-    flags = os.environ.get("CRPM_MPIEXEC_FLAGS")
-    if flags is None:
-        flags = "--oversubscribe --allow-run-as-root" if os.path.basename(exe) in ("mpirun", "mpiexec") else ""
-    return [exe], shlex.split(flags)
-
-
-def session_pids(sid):
-    """Live (non-zombie) processes of session sid.  Open MPI puts every rank in
-    a process group of its own, so the session is what holds the whole job."""
-    pids = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-        except OSError:
-            continue
-        fields = st[st.rindex(")") + 2:].split()
-        if fields[0] != "Z" and int(fields[3]) == sid:
-            pids.append(int(d))
-    return pids
-
-
-def kill_job(proc):
-    sid = proc.pid
-    deadline = time.time() + 15
-    while True:
-        pids = session_pids(sid)
-        if proc.poll() is None and sid not in pids:
-            pids.append(sid)
-        if not pids:
-            break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        if time.time() > deadline:
-            return False
-        time.sleep(0.02)
-    proc.wait()
-    return True
-
-
-class Launch:
-    def __init__(self, args, prog, env, out_path):
-        self.out_path = out_path
-        mpiexec, flags = launcher()
-        cmd = mpiexec + ["-n", str(args.np)] + flags + prog
-        self.out = open(out_path, "wb")
-        self.t0 = time.time()
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.out, stderr=subprocess.STDOUT,
-                                     env=env, start_new_session=True)
-
-    def wait(self, limit):
-        """Returns the exit code, or None if still running after limit s."""
-        try:
-            return self.proc.wait(timeout=max(0.0, limit - (time.time() - self.t0)))
-        except subprocess.TimeoutExpired:
-            return None
-
-    def kill(self):
-        ok = kill_job(self.proc)
-        self.out.close()
-        return ok
-
-    def finish(self):
-        # Ranks can outlive mpirun for a moment; none may touch the
-        # checkpoints while the next launch starts.
-        kill_job(self.proc)
-        self.out.close()
-
-    def text(self):
-        with open(self.out_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-
-
-def complete_lines(text):
-    lines = text.split("\n")
-    return lines[:-1]  # the last element is empty or an unfinished line
-
-
-def tail(text, n=15):
-    return "\n".join("    | " + line for line in text.rstrip("\n").split("\n")[-n:])
-
-
 def base_env(args, ckpt_dir):
-    env = dict(os.environ)
-    env.update(args.extra_env)
-    env["CRPM_CKPT_DIR"] = ckpt_dir
-    env.pop("CRPM_TEST_KILL", None)
     # Open MPI's shared-memory files of killed jobs are never unlinked: keep
     # them in the trial's directory, which is removed with it.
-    env["OMPI_MCA_btl_vader_backing_directory"] = os.path.dirname(os.path.abspath(ckpt_dir))
-    return env
+    return crpmtest.job_env(args.extra_env, ckpt_dir=ckpt_dir,
+                            shm_dir=os.path.dirname(os.path.abspath(ckpt_dir)))
 
 
 def run_reference(args, prog):
-    d = os.path.join(args.workdir, "reference")
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    l = Launch(args, prog, base_env(args, os.path.join(d, "ckpt")), os.path.join(d, "run.out"))
-    rc = l.wait(args.timeout)
+    d = crpmtest.make_workdir(os.path.join(args.workdir, "reference"))
+    job = crpmtest.Job(crpmtest.mpiexec(args.np) + prog, env=base_env(args, os.path.join(d, "ckpt")),
+                       out_path=os.path.join(d, "run.out"))
+    rc = job.wait(args.timeout)
     if rc is None:
-        l.kill()
-        sys.exit("reference run hung (over %.0f s)\n%s\n0 passed, %d failed" % (args.timeout, tail(l.text()),
+        job.kill()
+        sys.exit("reference run hung (over %.0f s)\n%s\n0 passed, %d failed" % (args.timeout, tail(job.text()),
                                                                                args.trials))
-    l.finish()
-    text = l.text()
+    job.finish()
+    text = job.text()
     if rc != 0:
         sys.exit("reference run failed with exit code %d\n%s\n0 passed, %d failed" % (rc, tail(text), args.trials))
     lines = complete_lines(text)
@@ -225,20 +132,15 @@ def run_reference(args, prog):
     if not result:
         sys.exit("reference run printed no line matching --result %r\n%s\n0 passed, %d failed" % (
             args.result, tail(text), args.trials))
-    elapsed = time.time() - l.t0
     if not args.keep:
         shutil.rmtree(os.path.join(d, "ckpt"), ignore_errors=True)
-    return result, set(lines), elapsed
+    return result, set(lines), job.elapsed
 
 
 def run_trial(args, prog, t, ref_result, ref_lines):
     rng = random.Random(args.seed * 1000003 + t)
-    d = os.path.join(args.workdir, "trial-%03d" % t)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
+    d = crpmtest.make_workdir(os.path.join(args.workdir, "trial-%03d" % t))
     ckpt = os.path.join(d, "ckpt")
-    events, texts = [], []
-    kills, launches = 0, 0
     t_start = time.time()
     hook = None
     if args.hook:
@@ -247,39 +149,43 @@ def run_trial(args, prog, t, ref_result, ref_lines):
         hook = "%d:%s:%d" % (r, rng.choice(pts), n)
         if args.np > 1 and rng.random() < args.hook_pair:
             hook += ",%d:before_data:%d" % ((r + rng.randrange(1, args.np)) % args.np, n)
-    while True:
+
+    def env_for(i):
         env = base_env(args, ckpt)
-        use_hook = hook is not None and launches == 0
-        if use_hook:
+        if hook is not None and i == 0:
             env["CRPM_TEST_KILL"] = hook
-        arm = not use_hook and kills < args.max_kills
-        delay = rng.uniform(*args.kill_range) if arm else None
-        if launches >= args.max_kills + 2:
-            return False, "too many launches", events, texts
-        l = Launch(args, prog, env, os.path.join(d, "run-%d.out" % launches))
-        launches += 1
-        rc = l.wait(delay if arm else args.timeout)
-        if rc is None and arm:
-            if not l.kill():
-                return False, "could not kill launch %d" % launches, events, texts
-            kills += 1
-            events.append("killed at %.2fs" % delay)
-            texts.append(l.text())
-            continue
-        if rc is None:
-            l.kill()
-            texts.append(l.text())
-            return False, "launch %d hung (over %.0f s)\n%s" % (launches, args.timeout, tail(texts[-1])), events, texts
-        l.finish()
-        texts.append(l.text())
-        if rc != 0:
-            if use_hook:
-                events.append("hook %s fired (exit %d)" % (hook, rc))
-                continue
-            return False, "launch %d failed with exit code %d\n%s" % (launches, rc, tail(texts[-1])), events, texts
-        if use_hook:
-            events.append("hook %s did not fire" % hook)
-        break
+        return env
+
+    def delay_for(i):
+        # The hook launch is not timed; every other launch is, until
+        # max_kills timer kills have happened (all earlier launches but the
+        # hook launch were timer kills, or the loop would have ended).
+        if hook is not None and i == 0:
+            return None
+        kills = i - (1 if hook is not None else 0)
+        return rng.uniform(*args.kill_range) if kills < args.max_kills else None
+
+    status, launches = crpmtest.relaunch_until_done(
+        crpmtest.mpiexec(args.np) + prog, env_for, delay_for, args.timeout, args.max_kills + 2,
+        log_for=lambda i: os.path.join(d, "run-%d.out" % i),
+        tolerate=lambda i, rc: hook is not None and i == 0)
+    events, texts = [], [x["text"] for x in launches]
+    for i, x in enumerate(launches):
+        if x["killed_after"] is not None:
+            events.append("killed at %.2fs" % x["killed_after"])
+        elif hook is not None and i == 0 and x["rc"] is not None:
+            events.append("hook %s fired (exit %d)" % (hook, x["rc"]) if x["rc"] != 0 else
+                          "hook %s did not fire" % hook)
+    n = len(launches)
+    if status == "too many launches":
+        return False, "too many launches", events, texts
+    if status == "unkillable":
+        return False, "could not kill launch %d" % n, events, texts
+    if status == "hung":
+        return False, "launch %d hung (over %.0f s)\n%s" % (n, args.timeout, tail(texts[-1])), events, texts
+    if status == "failed":
+        return False, "launch %d failed with exit code %d\n%s" % (n, launches[-1]["rc"], tail(texts[-1])), \
+            events, texts
     final = [x for x in complete_lines(texts[-1]) if args.result_re.search(x)]
     if final != ref_result:
         return False, "result differs from the reference:\n%s\n  reference:\n%s" % (
@@ -291,9 +197,8 @@ def run_trial(args, prog, t, ref_result, ref_lines):
                 if args.progress_re.search(x) and x not in ref_lines:
                     return False, "launch %d printed a progress line the reference never printed: %r" % (
                         i + 1, x), events, texts
-    events.append("%d launches, %.1f s" % (launches, time.time() - t_start))
-    if not args.keep:
-        shutil.rmtree(d, ignore_errors=True)
+    events.append("%d launches, %.1f s" % (n, time.time() - t_start))
+    crpmtest.clean_workdir(d, keep=args.keep)
     return True, "", events, texts
 
 

@@ -80,7 +80,7 @@ static void random_writes(tarr *a, uint64_t *s)
 
 static void run_rounds(crpm_tracker *t, tarr *a, int rounds, uint64_t *s)
 {
-    CHECK(crpm_tracker_add(t, a->p, a->len) == 0, "%s: add: %s", a->name, crpm_last_error());
+    REQUIRE(crpm_tracker_add(t, a->p, a->len) == 0, "%s: add: %s", a->name, crpm_last_error());
     tarr_scan(t, a, 1); /* new pages are reported once */
     for (int r = 0; r < rounds; r++) {
         if (rnd_below(s, 10) == 0) /* sometimes nothing at all */
@@ -89,7 +89,7 @@ static void run_rounds(crpm_tracker *t, tarr *a, int rounds, uint64_t *s)
             random_writes(a, s);
         tarr_scan(t, a, 0);
         if (r == rounds / 2) /* re-protect of the same array keeps working */
-            CHECK(crpm_tracker_add(t, a->p, a->len) == 0, "%s: re-add: %s", a->name, crpm_last_error());
+            REQUIRE(crpm_tracker_add(t, a->p, a->len) == 0, "%s: re-add: %s", a->name, crpm_last_error());
     }
     double fp = a->interior_pages_checked ? 100.0 * (double)a->fp_interior / (double)a->interior_pages_checked : 0;
     printf("%-28s len %9zu off %4zu pages %5zu rounds %4zu ranges %6zu reported-pages %7zu interior-fp %5zu "
@@ -97,7 +97,7 @@ static void run_rounds(crpm_tracker *t, tarr *a, int rounds, uint64_t *s)
            a->name, a->len, (size_t)((uintptr_t)a->p % PG), a->npages, a->rounds, a->ranges, a->reported_pages,
            a->fp_interior, fp);
     if (!a->huge)
-        CHECK(fp <= 1.0, "%s: too many untouched pages reported (%.3f%%)", a->name, fp);
+        REQUIRE(fp <= 1.0, "%s: too many untouched pages reported (%.3f%%)", a->name, fp);
 }
 
 static unsigned char bss_arr[3 * 65536 + 123];
@@ -132,12 +132,12 @@ static void t_origins(void)
 
     /* posix_memalign: page aligned, and 64-byte aligned at an odd offset */
     void *pm = NULL;
-    CHECK(posix_memalign(&pm, PG, 1 << 20) == 0, "posix_memalign");
+    REQUIRE(posix_memalign(&pm, PG, 1 << 20) == 0, "posix_memalign");
     tarr_init(&a, "posix_memalign page", pm, 1 << 20, 0);
     run_rounds(t, &a, 300, &s);
     tarr_free(&a);
     void *pm2 = NULL;
-    CHECK(posix_memalign(&pm2, 64, 3 * PG + 64 * 5) == 0, "posix_memalign");
+    REQUIRE(posix_memalign(&pm2, 64, 3 * PG + 64 * 5) == 0, "posix_memalign");
     tarr_init(&a, "posix_memalign 64 +320", (char *)pm2 + 320, 3 * PG - 320 + 1, 0);
     run_rounds(t, &a, 300, &s);
     tarr_free(&a);
@@ -160,7 +160,7 @@ static void t_origins(void)
     /* THP: 2 MiB aligned anonymous memory with MADV_HUGEPAGE, populated */
     size_t hn = 16u << 20;
     unsigned char *raw = mmap(NULL, hn + (2u << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    CHECK(raw != MAP_FAILED, "mmap");
+    REQUIRE(raw != MAP_FAILED, "mmap");
     unsigned char *h = (unsigned char *)(((uintptr_t)raw + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
     madvise(h, hn, MADV_HUGEPAGE);
     memset(h, 9, hn);
@@ -178,7 +178,7 @@ static void t_origins(void)
     /* shared anonymous memory (shmem) */
     size_t sn = 1u << 20;
     unsigned char *sh = mmap(NULL, sn, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    CHECK(sh != MAP_FAILED, "mmap shared");
+    REQUIRE(sh != MAP_FAILED, "mmap shared");
     tarr_init(&a, "MAP_SHARED|MAP_ANONYMOUS", sh + 100, sn - 200, 0);
     run_rounds(t, &a, 200, &s);
     tarr_free(&a);
@@ -197,7 +197,7 @@ static void t_origins(void)
         memset(ht, 1, 4u << 20);
         int rc = crpm_tracker_add(t, ht + 100, 1000);
         printf("hugetlbfs: add of an unaligned sub-range: %d (%s)\n", rc, rc ? crpm_last_error() : "ok");
-        CHECK(rc == 0 || rc == CRPM_ERR_NOTSUP, "hugetlbfs add: %d", rc);
+        REQUIRE(rc == 0 || rc == CRPM_ERR_NOTSUP, "hugetlbfs add: %d", rc);
         if (rc == 0) {
             tarr_init(&a, "hugetlbfs unaligned", ht + 100, (4u << 20) - 200, 1);
             run_rounds(t, &a, 50, &s);
@@ -227,7 +227,7 @@ static void t_origins(void)
 static void child_vm_write(pid_t target, void *remote, size_t n, unsigned char val)
 {
     pid_t c = fork();
-    CHECK(c >= 0, "fork");
+    REQUIRE(c >= 0, "fork");
     if (c == 0) {
         unsigned char *src = malloc(n);
         memset(src, val, n);
@@ -240,7 +240,7 @@ static void child_vm_write(pid_t target, void *remote, size_t n, unsigned char v
         _exit(0);
     }
     int st;
-    CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0, "process_vm_writev child failed");
+    REQUIRE(waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0, "process_vm_writev child failed");
 }
 
 static void kernel_writes(crpm_tracker *t, const char *mode)
@@ -248,28 +248,28 @@ static void kernel_writes(crpm_tracker *t, const char *mode)
     char name[96];
     size_t n = 64 * PG;
     unsigned char *buf = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    CHECK(buf != MAP_FAILED, "mmap");
+    REQUIRE(buf != MAP_FAILED, "mmap");
     memset(buf, 0, 32 * PG); /* first half populated, second half never touched */
     snprintf(name, sizeof name, "kernel writes (%s)", mode);
     tarr a;
     tarr_init(&a, name, buf, n, 0);
-    CHECK(crpm_tracker_add(t, buf, n) == 0, "add: %s", crpm_last_error());
+    REQUIRE(crpm_tracker_add(t, buf, n) == 0, "add: %s", crpm_last_error());
     tarr_scan(t, &a, 1);
     tarr_scan(t, &a, 0);
 
     /* read(2) from a pipe: into a populated page and into an untouched one */
     int fd[2];
-    CHECK(pipe(fd) == 0, "pipe");
-    CHECK(write(fd[1], "0123456789", 10) == 10 && write(fd[1], "abcdefghij", 10) == 10, "write pipe");
-    CHECK(read(fd[0], buf + 3 * PG + 100, 10) == 10, "read");
-    CHECK(read(fd[0], buf + 40 * PG + 5, 10) == 10, "read");
+    REQUIRE(pipe(fd) == 0, "pipe");
+    REQUIRE(write(fd[1], "0123456789", 10) == 10 && write(fd[1], "abcdefghij", 10) == 10, "write pipe");
+    REQUIRE(read(fd[0], buf + 3 * PG + 100, 10) == 10, "read");
+    REQUIRE(read(fd[0], buf + 40 * PG + 5, 10) == 10, "read");
     tarr_mark(&a, 3 * PG + 100, 10);
     tarr_mark(&a, 40 * PG + 5, 10);
     size_t fp = tarr_scan(t, &a, 0);
-    CHECK(fp == 0, "read(2): %zu extra pages", fp);
+    REQUIRE(fp == 0, "read(2): %zu extra pages", fp);
     /* a read straddling two pages */
-    CHECK(write(fd[1], "XYZXYZXYZX", 10) == 10, "write pipe");
-    CHECK(read(fd[0], buf + 5 * PG - 4, 10) == 10, "read");
+    REQUIRE(write(fd[1], "XYZXYZXYZX", 10) == 10, "write pipe");
+    REQUIRE(read(fd[0], buf + 5 * PG - 4, 10) == 10, "read");
     tarr_mark(&a, 5 * PG - 4, 10);
     tarr_scan(t, &a, 0);
     close(fd[0]);
@@ -278,17 +278,17 @@ static void kernel_writes(crpm_tracker *t, const char *mode)
     /* pread(2) from a file (page cache copy_to_user) */
     char path[] = "/tmp/crpm-track-XXXXXX";
     int f = mkstemp(path);
-    CHECK(f >= 0, "mkstemp");
+    REQUIRE(f >= 0, "mkstemp");
     unlink(path);
     unsigned char blob[3 * 4096];
     memset(blob, 0x5a, sizeof blob);
-    CHECK(write(f, blob, sizeof blob) == (ssize_t)sizeof blob, "write file");
-    CHECK(pread(f, buf + 10 * PG, 2 * PG, 0) == (ssize_t)(2 * PG), "pread");
-    CHECK(pread(f, buf + 50 * PG + 1, 100, 0) == 100, "pread");
+    REQUIRE(write(f, blob, sizeof blob) == (ssize_t)sizeof blob, "write file");
+    REQUIRE(pread(f, buf + 10 * PG, 2 * PG, 0) == (ssize_t)(2 * PG), "pread");
+    REQUIRE(pread(f, buf + 50 * PG + 1, 100, 0) == 100, "pread");
     tarr_mark(&a, 10 * PG, 2 * PG);
     tarr_mark(&a, 50 * PG + 1, 100);
     fp = tarr_scan(t, &a, 0);
-    CHECK(fp == 0, "pread(2): %zu extra pages", fp);
+    REQUIRE(fp == 0, "pread(2): %zu extra pages", fp);
     close(f);
 
     /* process_vm_writev from a child (the CMA path of MPI shared-memory
@@ -296,23 +296,23 @@ static void kernel_writes(crpm_tracker *t, const char *mode)
     child_vm_write(getpid(), buf + 7 * PG + 1, 8, 0x11);
     child_vm_write(getpid(), buf + 45 * PG, 1, 0x22);
     child_vm_write(getpid(), buf + 20 * PG + 7, 3 * PG, 0x33);
-    CHECK(buf[7 * PG + 1] == 0x11 && buf[45 * PG] == 0x22 && buf[23 * PG + 6] == 0x33, "child writes landed");
+    REQUIRE(buf[7 * PG + 1] == 0x11 && buf[45 * PG] == 0x22 && buf[23 * PG + 6] == 0x33, "child writes landed");
     tarr_mark(&a, 7 * PG + 1, 8);
     tarr_mark(&a, 45 * PG, 1);
     tarr_mark(&a, 20 * PG + 7, 3 * PG);
     fp = tarr_scan(t, &a, 0);
-    CHECK(fp == 0, "process_vm_writev: %zu extra pages", fp);
+    REQUIRE(fp == 0, "process_vm_writev: %zu extra pages", fp);
 
     /* /proc/self/mem (ptrace-style FOLL_FORCE write) */
     int mf = open("/proc/self/mem", O_RDWR);
     if (mf >= 0) {
-        CHECK(pwrite(mf, "mem!", 4, (off_t)(uintptr_t)(buf + 12 * PG + 9)) == 4, "pwrite /proc/self/mem: %s",
+        REQUIRE(pwrite(mf, "mem!", 4, (off_t)(uintptr_t)(buf + 12 * PG + 9)) == 4, "pwrite /proc/self/mem: %s",
               strerror(errno));
-        CHECK(pwrite(mf, "mem!", 4, (off_t)(uintptr_t)(buf + 60 * PG)) == 4, "pwrite /proc/self/mem");
+        REQUIRE(pwrite(mf, "mem!", 4, (off_t)(uintptr_t)(buf + 60 * PG)) == 4, "pwrite /proc/self/mem");
         tarr_mark(&a, 12 * PG + 9, 4);
         tarr_mark(&a, 60 * PG, 4);
         fp = tarr_scan(t, &a, 0);
-        CHECK(fp == 0, "/proc/self/mem: %zu extra pages", fp);
+        REQUIRE(fp == 0, "/proc/self/mem: %zu extra pages", fp);
         close(mf);
     }
     printf("%s: read(2), pread(2), process_vm_writev(2), /proc/self/mem writes all reported\n", name);
@@ -334,7 +334,7 @@ static void t_kernel(void)
         printf("without UFFD_USER_MODE_ONLY: NOTSUP (%s): not tested\n", crpm_last_error());
         return;
     }
-    CHECK(rc == 0, "open without UFFD_USER_MODE_ONLY: %s", crpm_last_error());
+    REQUIRE(rc == 0, "open without UFFD_USER_MODE_ONLY: %s", crpm_last_error());
     kernel_writes(t2, "kernel faults too");
     crpm_tracker_close(t2);
 
@@ -343,12 +343,12 @@ static void t_kernel(void)
     crpm_tracker *t3 = open_or_skip();
     size_t n = 4 * PG;
     unsigned char *sh = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    CHECK(sh != MAP_FAILED, "mmap");
+    REQUIRE(sh != MAP_FAILED, "mmap");
     memset(sh, 0, n);
-    CHECK(crpm_tracker_add(t3, sh, n) == 0, "add shared");
+    REQUIRE(crpm_tracker_add(t3, sh, n) == 0, "add shared");
     reports r;
     reports_init(&r, 16);
-    CHECK(crpm_tracker_scan(t3, sh, n, collect, &r) == 0, "scan");
+    REQUIRE(crpm_tracker_scan(t3, sh, n, collect, &r) == 0, "scan");
     r.n = 0;
     pid_t c = fork();
     if (c == 0) {
@@ -357,8 +357,8 @@ static void t_kernel(void)
     }
     int st;
     waitpid(c, &st, 0);
-    CHECK(sh[PG] == 1, "shared write visible");
-    CHECK(crpm_tracker_scan(t3, sh, n, collect, &r) == 0, "scan");
+    REQUIRE(sh[PG] == 1, "shared write visible");
+    REQUIRE(crpm_tracker_scan(t3, sh, n, collect, &r) == 0, "scan");
     printf("MAP_SHARED written by a forked child through its own mapping: %s (expected: not tracked)\n",
            r.n ? "reported" : "not reported");
     reports_free(&r);
@@ -388,7 +388,7 @@ static void t_unpriv(void)
         printf("not root: running unprivileged checks as uid %d\n", (int)geteuid());
     }
     pid_t c = fork();
-    CHECK(c >= 0, "fork");
+    REQUIRE(c >= 0, "fork");
     if (c == 0) {
         if (geteuid() == 0) {
             if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534)) {
@@ -402,20 +402,20 @@ static void t_unpriv(void)
                read_sysctl("/proc/sys/vm/unprivileged_userfaultfd"));
         crpm_tracker *t = NULL;
         int rc = crpm_tracker_open(&t);
-        CHECK(rc == 0, "unprivileged open (UFFD_USER_MODE_ONLY): %d %s", rc, crpm_last_error());
+        REQUIRE(rc == 0, "unprivileged open (UFFD_USER_MODE_ONLY): %d %s", rc, crpm_last_error());
         kernel_writes(t, "unprivileged, UFFD_USER_MODE_ONLY");
         crpm_tracker_close(t);
         setenv("CRPM_TRACK_USER_MODE_ONLY", "0", 1);
         rc = crpm_tracker_open(&t);
         printf("unprivileged without UFFD_USER_MODE_ONLY: %d (%s)\n", rc, rc ? crpm_last_error() : "ok");
         if (read_sysctl("/proc/sys/vm/unprivileged_userfaultfd") == 0)
-            CHECK(rc == CRPM_ERR_NOTSUP, "expected NOTSUP, got %d", rc);
+            REQUIRE(rc == CRPM_ERR_NOTSUP, "expected NOTSUP, got %d", rc);
         if (rc == 0)
             crpm_tracker_close(t);
         _exit(0);
     }
     int st;
-    CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0, "unprivileged child failed");
+    REQUIRE(waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0, "unprivileged child failed");
 }
 
 /* ---- realloc / re-registration / remap -------------------------------------------- */
@@ -437,7 +437,7 @@ static void t_realloc(void)
     for (int k = 0; k < 6; k++) {
         size_t n2 = n + (size_t)(k + 1) * 1024 * 1024 + 333;
         unsigned char *q = realloc(p, n2);
-        CHECK(q, "realloc");
+        REQUIRE(q, "realloc");
         printf("realloc %zu -> %zu: %s\n", n, n2, q == p ? "in place" : "moved");
         int moved = q != p;
         size_t old = n;
@@ -447,7 +447,7 @@ static void t_realloc(void)
          * (new mapping), else the pages written since the last scan */
         tarr_init(&a, "after realloc + re-add", p, n, 0);
         tarr_write(&a, &s, old, n - old);
-        CHECK(crpm_tracker_add(t, p, n) == 0, "re-add: %s", crpm_last_error());
+        REQUIRE(crpm_tracker_add(t, p, n) == 0, "re-add: %s", crpm_last_error());
         tarr_scan(t, &a, moved);
         for (int r = 0; r < 20; r++) {
             random_writes(&a, &s);
@@ -458,7 +458,7 @@ static void t_realloc(void)
     /* realloc without re-add: the scan notices the unregistered range,
      * reports everything and registers it again */
     unsigned char *q = realloc(p, n * 2);
-    CHECK(q, "realloc");
+    REQUIRE(q, "realloc");
     int moved = q != p;
     printf("realloc without re-add: %s\n", moved ? "moved" : "in place");
     p = q;
@@ -477,14 +477,14 @@ static void t_realloc(void)
      * without any tracked write; the scan must still report them */
     size_t mn = 2u << 20;
     unsigned char *m = mmap(NULL, mn, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    CHECK(m != MAP_FAILED, "mmap");
+    REQUIRE(m != MAP_FAILED, "mmap");
     memset(m, 5, mn);
     tarr_init(&a, "remapped", m, mn, 0);
-    CHECK(crpm_tracker_add(t, m, mn) == 0, "add");
+    REQUIRE(crpm_tracker_add(t, m, mn) == 0, "add");
     tarr_scan(t, &a, 1);
     tarr_scan(t, &a, 0);
-    CHECK(munmap(m + 4 * PG, 8 * PG) == 0, "munmap");
-    CHECK(mmap(m + 4 * PG, 8 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == m + 4 * PG,
+    REQUIRE(munmap(m + 4 * PG, 8 * PG) == 0, "munmap");
+    REQUIRE(mmap(m + 4 * PG, 8 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == m + 4 * PG,
           "mmap fixed");
     m[6 * PG] = 9; /* and some content of the old mapping is now zero */
     tarr_mark(&a, 4 * PG, 8 * PG);
@@ -495,7 +495,7 @@ static void t_realloc(void)
         tarr_scan(t, &a, 0);
     }
     /* MADV_DONTNEED zeroes pages without a write fault */
-    CHECK(madvise(m + 30 * PG, 5 * PG, MADV_DONTNEED) == 0, "madvise");
+    REQUIRE(madvise(m + 30 * PG, 5 * PG, MADV_DONTNEED) == 0, "madvise");
     tarr_mark(&a, 30 * PG, 5 * PG);
     tarr_scan(t, &a, 0);
     tarr_free(&a);
@@ -507,21 +507,21 @@ static void t_realloc(void)
     for (int readd = 0; readd < 2; readd++) {
         size_t big = 8u << 20;
         unsigned char *g = mmap(NULL, 2 * big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        CHECK(g != MAP_FAILED, "mmap");
+        REQUIRE(g != MAP_FAILED, "mmap");
         munmap(g + big, big); /* room to grow in place */
         memset(g, 0x77, big);
         tarr_init(&a, readd ? "mremap shrink+grow, re-add" : "mremap shrink+grow", g, big, 0);
-        CHECK(crpm_tracker_add(t, g, big) == 0, "add");
+        REQUIRE(crpm_tracker_add(t, g, big) == 0, "add");
         tarr_scan(t, &a, 1);
         tarr_scan(t, &a, 0);
-        CHECK(mremap(g, big, big / 4, 0) == g, "mremap shrink");
+        REQUIRE(mremap(g, big, big / 4, 0) == g, "mremap shrink");
         if (mremap(g, big / 4, big, 0) != g) {
             printf("mremap could not grow in place: not tested\n");
         } else {
             g[big / 2] = 1;
             tarr_mark(&a, big / 2, 1);
             if (readd)
-                CHECK(crpm_tracker_add(t, g, big) == 0, "re-add");
+                REQUIRE(crpm_tracker_add(t, g, big) == 0, "re-add");
             tarr_scan(t, &a, 0); /* content oracle: the zeroed tail */
             for (int r = 0; r < 10; r++) {
                 random_writes(&a, &s);
@@ -538,12 +538,12 @@ static void t_realloc(void)
     unsigned char *rp = malloc(rn);
     memset(rp, 0, rn);
     tarr_init(&a, "re-add with pending writes", rp, rn, 0);
-    CHECK(crpm_tracker_add(t, rp, rn) == 0, "add");
+    REQUIRE(crpm_tracker_add(t, rp, rn) == 0, "add");
     tarr_scan(t, &a, 1);
     for (int r = 0; r < 50; r++) {
         random_writes(&a, &s);
-        CHECK(crpm_tracker_add(t, rp + rnd_below(&s, rn / 2), rn / 2) == 0, "re-add part");
-        CHECK(crpm_tracker_add(t, rp, rn) == 0, "re-add all");
+        REQUIRE(crpm_tracker_add(t, rp + rnd_below(&s, rn / 2), rn / 2) == 0, "re-add part");
+        REQUIRE(crpm_tracker_add(t, rp, rn) == 0, "re-add all");
         tarr_scan(t, &a, 0);
     }
     tarr_free(&a);
@@ -554,18 +554,18 @@ static void t_realloc(void)
      * (informational only) */
     size_t hn = 4u << 20;
     unsigned char *raw = mmap(NULL, hn + (2u << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    CHECK(raw != MAP_FAILED, "mmap");
+    REQUIRE(raw != MAP_FAILED, "mmap");
     unsigned char *h = (unsigned char *)(((uintptr_t)raw + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
     madvise(h, hn, MADV_HUGEPAGE);
     memset(h, 9, hn);
-    CHECK(crpm_tracker_add(t, h, hn) == 0, "add");
+    REQUIRE(crpm_tracker_add(t, h, hn) == 0, "add");
     reports r;
     reports_init(&r, 1024);
-    CHECK(crpm_tracker_scan(t, h, hn, collect, &r) == 0, "scan");
+    REQUIRE(crpm_tracker_scan(t, h, hn, collect, &r) == 0, "scan");
     r.n = 0;
     long huge = thp_kib(h);
     madvise(h, 2u << 20, MADV_DONTNEED);
-    CHECK(crpm_tracker_scan(t, h, hn, collect, &r) == 0, "scan");
+    REQUIRE(crpm_tracker_scan(t, h, hn, collect, &r) == 0, "scan");
     size_t got = 0;
     for (size_t i = 0; i < r.n; i++)
         got += r.v[i].len;
@@ -583,10 +583,10 @@ static void many_ranges(crpm_tracker *t, const char *name, size_t npages)
 {
     size_t n = npages * PG;
     unsigned char *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    CHECK(p != MAP_FAILED, "mmap");
+    REQUIRE(p != MAP_FAILED, "mmap");
     tarr a;
     tarr_init(&a, name, p + 1, n - 2, 0);
-    CHECK(crpm_tracker_add(t, a.p, a.len) == 0, "add: %s", crpm_last_error());
+    REQUIRE(crpm_tracker_add(t, a.p, a.len) == 0, "add: %s", crpm_last_error());
     tarr_scan(t, &a, 1);
     uint64_t s = seed + 2;
     for (int r = 0; r < 4; r++) {
@@ -594,13 +594,13 @@ static void many_ranges(crpm_tracker *t, const char *name, size_t npages)
         for (size_t pg = (size_t)r % 2; pg < npages; pg += 2 + (size_t)r)
             tarr_write(&a, &s, pg * PG + 7 >= a.len ? a.len - 1 : pg * PG + 7, 1);
         tarr_scan(t, &a, 0);
-        CHECK(a.fp_interior == 0, "%s: false positives", name);
+        REQUIRE(a.fp_interior == 0, "%s: false positives", name);
     }
     /* all pages: one range */
     tarr_write(&a, &s, 0, a.len);
     size_t before = a.ranges;
     tarr_scan(t, &a, 0);
-    CHECK(a.ranges - before == 1, "%s: whole array should be one coalesced range, got %zu", name,
+    REQUIRE(a.ranges - before == 1, "%s: whole array should be one coalesced range, got %zu", name,
           a.ranges - before);
     printf("%-40s pages %6zu ranges %7zu: ok\n", name, npages, a.ranges);
     tarr_free(&a);
@@ -627,12 +627,12 @@ static void t_many(void)
         tarr a;
         tarr_init(&a, "pending+kernel merge", p, n, 0);
         size_t half = n / 2 + rnd_below(&s, n / 4);
-        CHECK(crpm_tracker_add(t, p, half) == 0, "add");
+        REQUIRE(crpm_tracker_add(t, p, half) == 0, "add");
         tarr_scan(t, &a, 0); /* second half: not registered, reported as a whole by the EPERM path */
         for (int r = 0; r < 5; r++) {
             random_writes(&a, &s);
             size_t o = rnd_below(&s, n), l = 1 + rnd_below(&s, 3 * PG);
-            CHECK(crpm_tracker_add(t, p + o, l < n - o ? l : n - o) == 0, "add: %s", crpm_last_error());
+            REQUIRE(crpm_tracker_add(t, p + o, l < n - o ? l : n - o) == 0, "add: %s", crpm_last_error());
             tarr_scan(t, &a, 0);
         }
         tarr_free(&a);
@@ -687,15 +687,15 @@ static void t_concurrent(void)
 {
     crpm_tracker *t = open_or_skip();
     cbuf = mmap(NULL, CPAGES * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    CHECK(cbuf != MAP_FAILED, "mmap");
+    REQUIRE(cbuf != MAP_FAILED, "mmap");
     memset(cbuf, 0, CPAGES * PG / 2); /* half populated, half first-touch */
-    CHECK(crpm_tracker_add(t, cbuf, CPAGES * PG) == 0, "add");
+    REQUIRE(crpm_tracker_add(t, cbuf, CPAGES * PG) == 0, "add");
     cscan_no = 0;
-    CHECK(crpm_tracker_scan(t, cbuf, CPAGES * PG, mark_cb, NULL) == 0, "scan");
+    REQUIRE(crpm_tracker_scan(t, cbuf, CPAGES * PG, mark_cb, NULL) == 0, "scan");
     atomic_store(&cepoch, 1);
     pthread_t th[2];
     for (int i = 0; i < 2; i++)
-        CHECK(pthread_create(&th[i], NULL, writer, (void *)(uintptr_t)(99 + i)) == 0, "pthread_create");
+        REQUIRE(pthread_create(&th[i], NULL, writer, (void *)(uintptr_t)(99 + i)) == 0, "pthread_create");
     size_t checks = 0;
     int last = 0;
     struct timespec t0, t1;
@@ -710,12 +710,12 @@ static void t_concurrent(void)
                 pthread_join(th[i], NULL);
         } else if (last) {
             for (size_t pg = 0; pg < CPAGES; pg++)
-                CHECK(atomic_load(&cflag[pg]) == 0, "flag");
+                REQUIRE(atomic_load(&cflag[pg]) == 0, "flag");
             cscan_no = k;
             unsigned before[CPAGES];
             memcpy(before, last_rep, sizeof before);
-            CHECK(crpm_tracker_scan(t, cbuf, CPAGES * PG, mark_cb, NULL) == 0, "scan");
-            CHECK(!memcmp(before, last_rep, sizeof before), "pages reported with no writer");
+            REQUIRE(crpm_tracker_scan(t, cbuf, CPAGES * PG, mark_cb, NULL) == 0, "scan");
+            REQUIRE(!memcmp(before, last_rep, sizeof before), "pages reported with no writer");
             printf("concurrent: %lu writes by 2 threads during %u scans (%.1f s), %zu page-writes checked: "
                    "none lost\n", (unsigned long)atomic_load(&cwrites), k, el, checks);
             break;
@@ -724,13 +724,13 @@ static void t_concurrent(void)
         for (size_t pg = 0; pg < CPAGES; pg++) /* writes completed before now */
             done[pg] = atomic_exchange(&cflag[pg], 0);
         cscan_no = k;
-        CHECK(crpm_tracker_scan(t, cbuf, CPAGES * PG, mark_cb, NULL) == 0, "scan: %s", crpm_last_error());
+        REQUIRE(crpm_tracker_scan(t, cbuf, CPAGES * PG, mark_cb, NULL) == 0, "scan: %s", crpm_last_error());
         atomic_store(&cepoch, k + 1);
         for (size_t pg = 0; pg < CPAGES; pg++) {
             if (!done[pg])
                 continue;
             unsigned e = done[pg] - 1; /* written after scans 0..e-1 finished */
-            CHECK(last_rep[pg] >= e + 1, "LOST WRITE: page %zu written after scan %u finished, last reported "
+            REQUIRE(last_rep[pg] >= e + 1, "LOST WRITE: page %zu written after scan %u finished, last reported "
                   "by scan %d (now %u)", pg, e - 1, (int)last_rep[pg] - 1, k);
             checks++;
         }
@@ -754,15 +754,15 @@ static void t_edge(void)
 {
     crpm_tracker *t = open_or_skip();
     unsigned char x[16];
-    CHECK(crpm_tracker_add(t, x, 0) == 0, "len 0 add");
-    CHECK(crpm_tracker_add(t, NULL, 0) == 0, "len 0 add, NULL");
-    CHECK(crpm_tracker_scan(t, x, 0, count_cb, NULL) == 0 && ncalls == 0, "len 0 scan");
-    CHECK(crpm_tracker_scan(t, NULL, 0, count_cb, NULL) == 0 && ncalls == 0, "len 0 scan, NULL");
-    CHECK(crpm_tracker_add(t, NULL, 10) == CRPM_ERR_INVAL, "NULL ptr");
-    CHECK(crpm_tracker_add(NULL, x, 10) == CRPM_ERR_INVAL, "NULL tracker");
-    CHECK(crpm_tracker_scan(t, x, 10, NULL, NULL) == CRPM_ERR_INVAL, "NULL fn");
-    CHECK(crpm_tracker_add(t, (void *)(UINTPTR_MAX - 10), 100) == CRPM_ERR_INVAL, "wrap-around");
-    CHECK(crpm_tracker_open(NULL) == CRPM_ERR_INVAL, "open NULL");
+    REQUIRE(crpm_tracker_add(t, x, 0) == 0, "len 0 add");
+    REQUIRE(crpm_tracker_add(t, NULL, 0) == 0, "len 0 add, NULL");
+    REQUIRE(crpm_tracker_scan(t, x, 0, count_cb, NULL) == 0 && ncalls == 0, "len 0 scan");
+    REQUIRE(crpm_tracker_scan(t, NULL, 0, count_cb, NULL) == 0 && ncalls == 0, "len 0 scan, NULL");
+    REQUIRE(crpm_tracker_add(t, NULL, 10) == CRPM_ERR_INVAL, "NULL ptr");
+    REQUIRE(crpm_tracker_add(NULL, x, 10) == CRPM_ERR_INVAL, "NULL tracker");
+    REQUIRE(crpm_tracker_scan(t, x, 10, NULL, NULL) == CRPM_ERR_INVAL, "NULL fn");
+    REQUIRE(crpm_tracker_add(t, (void *)(UINTPTR_MAX - 10), 100) == CRPM_ERR_INVAL, "wrap-around");
+    REQUIRE(crpm_tracker_open(NULL) == CRPM_ERR_INVAL, "open NULL");
     crpm_tracker_close(NULL);
 
     /* memory the kernel refuses: read-only mapping, unmapped hole */
@@ -776,7 +776,7 @@ static void t_edge(void)
         if (ro_file != MAP_FAILED) {
             rc = crpm_tracker_add(t, ro_file, PG);
             printf("read-only shared file mapping: %d (%s)\n", rc, crpm_last_error());
-            CHECK(rc == CRPM_ERR_NOTSUP, "refused memory must give NOTSUP, got %d", rc);
+            REQUIRE(rc == CRPM_ERR_NOTSUP, "refused memory must give NOTSUP, got %d", rc);
             munmap(ro_file, PG);
         }
         close(fd);
@@ -787,21 +787,21 @@ static void t_edge(void)
     munmap(hole + 3 * PG, PG);
     rc = crpm_tracker_add(t, hole, 8 * PG);
     printf("range with an unmapped hole: %d (%s)\n", rc, rc ? crpm_last_error() : "ok");
-    CHECK(rc == 0 || rc == CRPM_ERR_NOTSUP, "hole: %d", rc);
+    REQUIRE(rc == 0 || rc == CRPM_ERR_NOTSUP, "hole: %d", rc);
     if (rc == 0) {
         reports hr;
         reports_init(&hr, 16);
-        CHECK(crpm_tracker_scan(t, hole, 8 * PG, collect, &hr) == 0, "scan");
+        REQUIRE(crpm_tracker_scan(t, hole, 8 * PG, collect, &hr) == 0, "scan");
         hr.n = 0;
-        CHECK(crpm_tracker_scan(t, hole, 8 * PG, collect, &hr) == 0 && hr.n == 0, "scan");
-        CHECK(mmap(hole + 3 * PG, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+        REQUIRE(crpm_tracker_scan(t, hole, 8 * PG, collect, &hr) == 0 && hr.n == 0, "scan");
+        REQUIRE(mmap(hole + 3 * PG, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
                   hole + 3 * PG, "fill hole");
         hole[3 * PG] = 1;
-        CHECK(crpm_tracker_scan(t, hole, 8 * PG, collect, &hr) == 0, "scan");
+        REQUIRE(crpm_tracker_scan(t, hole, 8 * PG, collect, &hr) == 0, "scan");
         int seen = 0;
         for (size_t i = 0; i < hr.n; i++)
             seen |= hr.v[i].off <= 3 * PG && hr.v[i].off + hr.v[i].len > 3 * PG;
-        CHECK(seen, "page mapped into the hole and written: not reported");
+        REQUIRE(seen, "page mapped into the hole and written: not reported");
         reports_free(&hr);
     }
     munmap(hole, 8 * PG);
@@ -810,11 +810,11 @@ static void t_edge(void)
     /* two trackers cannot track the same page; they can track different ones */
     crpm_tracker *t2 = open_or_skip();
     unsigned char *m = mmap(NULL, 8 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    CHECK(crpm_tracker_add(t, m, 4 * PG) == 0, "add t");
+    REQUIRE(crpm_tracker_add(t, m, 4 * PG) == 0, "add t");
     rc = crpm_tracker_add(t2, m + 2 * PG, 4 * PG);
     printf("page already tracked by another tracker: %d (%s)\n", rc, crpm_last_error());
-    CHECK(rc == CRPM_ERR_NOTSUP, "overlap with another tracker: %d", rc);
-    CHECK(crpm_tracker_add(t2, m + 4 * PG, 4 * PG) == 0, "add t2 disjoint: %s", crpm_last_error());
+    REQUIRE(rc == CRPM_ERR_NOTSUP, "overlap with another tracker: %d", rc);
+    REQUIRE(crpm_tracker_add(t2, m + 4 * PG, 4 * PG) == 0, "add t2 disjoint: %s", crpm_last_error());
     tarr a, b;
     tarr_init(&a, "tracker 1", m, 4 * PG, 0);
     tarr_init(&b, "tracker 2", m + 4 * PG, 4 * PG, 0);
@@ -829,13 +829,13 @@ static void t_edge(void)
     }
     /* closing a tracker unregisters: another can take over and sees all pages once */
     crpm_tracker_close(t2);
-    CHECK(crpm_tracker_add(t, m, 8 * PG) == 0, "take over: %s", crpm_last_error());
+    REQUIRE(crpm_tracker_add(t, m, 8 * PG) == 0, "take over: %s", crpm_last_error());
     tarr c;
     tarr_init(&c, "taken over", m, 8 * PG, 0);
     reports r;
     reports_init(&r, 16);
-    CHECK(crpm_tracker_scan(t, m, 8 * PG, collect, &r) == 0, "scan");
-    CHECK(r.n == 1 && r.v[0].off == 4 * PG && r.v[0].len == 4 * PG,
+    REQUIRE(crpm_tracker_scan(t, m, 8 * PG, collect, &r) == 0, "scan");
+    REQUIRE(r.n == 1 && r.v[0].off == 4 * PG && r.v[0].len == 4 * PG,
           "after take-over, the first scan reports the pages new to this tracker (got %zu ranges)", r.n);
     reports_free(&r);
     tarr_free(&a);
@@ -844,13 +844,13 @@ static void t_edge(void)
     munmap(m, 8 * PG);
     /* a fork()ed child must not use the parent's tracker: refused */
     unsigned char *fk = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    CHECK(crpm_tracker_add(t, fk, 4 * PG) == 0, "add");
+    REQUIRE(crpm_tracker_add(t, fk, 4 * PG) == 0, "add");
     reports fr;
     reports_init(&fr, 16);
-    CHECK(crpm_tracker_scan(t, fk, 4 * PG, collect, &fr) == 0, "scan");
+    REQUIRE(crpm_tracker_scan(t, fk, 4 * PG, collect, &fr) == 0, "scan");
     fk[PG] = 1;
     pid_t ch = fork();
-    CHECK(ch >= 0, "fork");
+    REQUIRE(ch >= 0, "fork");
     if (ch == 0) {
         int r1 = crpm_tracker_scan(t, fk, 4 * PG, collect, &fr);
         int r2 = crpm_tracker_add(t, fk, 4 * PG);
@@ -858,10 +858,10 @@ static void t_edge(void)
         _exit(r1 == CRPM_ERR_STATE && r2 == CRPM_ERR_STATE ? 0 : 1);
     }
     int st;
-    CHECK(waitpid(ch, &st, 0) == ch && WIFEXITED(st) && WEXITSTATUS(st) == 0, "child must get CRPM_ERR_STATE");
+    REQUIRE(waitpid(ch, &st, 0) == ch && WIFEXITED(st) && WEXITSTATUS(st) == 0, "child must get CRPM_ERR_STATE");
     fr.n = 0;
-    CHECK(crpm_tracker_scan(t, fk, 4 * PG, collect, &fr) == 0, "scan");
-    CHECK(fr.n == 1 && fr.v[0].off == PG && fr.v[0].len == PG, "parent's write still reported after the fork");
+    REQUIRE(crpm_tracker_scan(t, fk, 4 * PG, collect, &fr) == 0, "scan");
+    REQUIRE(fr.n == 1 && fr.v[0].off == PG && fr.v[0].len == PG, "parent's write still reported after the fork");
     reports_free(&fr);
     munmap(fk, 4 * PG);
     printf("edge cases: ok\n");
@@ -897,8 +897,8 @@ static void install_filter(int nr, unsigned req, int err)
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned)err),
     };
     struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
-    CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, "no_new_privs");
-    CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0, "seccomp: %s", strerror(errno));
+    REQUIRE(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, "no_new_privs");
+    REQUIRE(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0, "seccomp: %s", strerror(errno));
 #else
     (void)nr;
     (void)req;
@@ -909,7 +909,7 @@ static void install_filter(int nr, unsigned req, int err)
 static void notsup_case(const char *what, int nr, unsigned req, int err)
 {
     pid_t c = fork();
-    CHECK(c >= 0, "fork");
+    REQUIRE(c >= 0, "fork");
     if (c == 0) {
         install_filter(nr, req, err);
         crpm_tracker *t = NULL;
@@ -918,7 +918,7 @@ static void notsup_case(const char *what, int nr, unsigned req, int err)
         _exit(rc == CRPM_ERR_NOTSUP && !t && crpm_last_error()[0] ? 0 : 1);
     }
     int st;
-    CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: expected CRPM_ERR_NOTSUP", what);
+    REQUIRE(waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: expected CRPM_ERR_NOTSUP", what);
 }
 
 static void t_notsup(void)

@@ -7,11 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "../engine/common.h" /* CHECK, rnd, rnd_below */
+#include "check.h" /* REQUIRE, rnd, rnd_below, CHECK_SKIP */
 #include "engine.h"
 #include "track.h"
-
-#define SKIP_CODE 77
 
 static size_t PG;
 
@@ -30,7 +28,7 @@ typedef struct reports {
 static void reports_init(reports *r, size_t cap)
 {
     r->v = malloc(cap * sizeof *r->v);
-    CHECK(r->v, "oom");
+    REQUIRE(r->v, "oom");
     r->n = 0;
     r->cap = cap;
     r->overflow = 0;
@@ -71,7 +69,7 @@ static void tarr_init(tarr *a, const char *name, void *p, size_t len, int huge)
     a->npages = len ? (((uintptr_t)p + len + PG - 1) & ~(uintptr_t)(PG - 1)) / PG - a->first / PG : 0;
     a->written = calloc(a->npages + 1, 1);
     a->shadow = malloc(len + 1);
-    CHECK(a->written && a->shadow, "oom");
+    REQUIRE(a->written && a->shadow, "oom");
     memcpy(a->shadow, p, len);
 }
 static void tarr_free(tarr *a)
@@ -109,17 +107,17 @@ static size_t tarr_scan(crpm_tracker *t, tarr *a, int all)
     reports r;
     reports_init(&r, a->npages + 16);
     int rc = crpm_tracker_scan(t, a->p, a->len, collect, &r);
-    CHECK(rc == 0, "%s: scan: %s", a->name, crpm_last_error());
-    CHECK(!r.overflow, "%s: more ranges than pages", a->name);
+    REQUIRE(rc == 0, "%s: scan: %s", a->name, crpm_last_error());
+    REQUIRE(!r.overflow, "%s: more ranges than pages", a->name);
     unsigned char *rep = calloc(a->npages + 1, 1);
-    CHECK(rep, "oom");
+    REQUIRE(rep, "oom");
     size_t prev_end = 0;
     for (size_t i = 0; i < r.n; i++) {
         size_t o = r.v[i].off, l = r.v[i].len;
-        CHECK(l > 0 && o < a->len && l <= a->len - o, "%s: range %zu+%zu outside [0,%zu)", a->name, o, l, a->len);
-        CHECK(i == 0 || o > prev_end, "%s: ranges not increasing/coalesced: %zu after end %zu", a->name, o, prev_end);
-        CHECK(o == 0 || ((uintptr_t)a->p + o) % PG == 0, "%s: range start %zu not page aligned", a->name, o);
-        CHECK(o + l == a->len || ((uintptr_t)a->p + o + l) % PG == 0, "%s: range end %zu not page aligned", a->name,
+        REQUIRE(l > 0 && o < a->len && l <= a->len - o, "%s: range %zu+%zu outside [0,%zu)", a->name, o, l, a->len);
+        REQUIRE(i == 0 || o > prev_end, "%s: ranges not increasing/coalesced: %zu after end %zu", a->name, o, prev_end);
+        REQUIRE(o == 0 || ((uintptr_t)a->p + o) % PG == 0, "%s: range start %zu not page aligned", a->name, o);
+        REQUIRE(o + l == a->len || ((uintptr_t)a->p + o + l) % PG == 0, "%s: range end %zu not page aligned", a->name,
               o + l);
         prev_end = o + l;
         for (size_t pg = page_of(a, o); pg <= page_of(a, o + l - 1); pg++)
@@ -129,8 +127,8 @@ static size_t tarr_scan(crpm_tracker *t, tarr *a, int all)
     for (size_t pg = 0; pg < a->npages; pg++) {
         nrep += rep[pg];
         if (all && pg != 0 && pg != a->npages - 1) /* an edge page may be tracked already (a neighbour's) */
-            CHECK(rep[pg], "%s: page %zu/%zu not reported by the first scan after add", a->name, pg, a->npages);
-        CHECK(!a->written[pg] || rep[pg], "%s: FALSE NEGATIVE: page %zu/%zu written, not reported (round %zu)",
+            REQUIRE(rep[pg], "%s: page %zu/%zu not reported by the first scan after add", a->name, pg, a->npages);
+        REQUIRE(!a->written[pg] || rep[pg], "%s: FALSE NEGATIVE: page %zu/%zu written, not reported (round %zu)",
               a->name, pg, a->npages, a->rounds);
         if (!a->written[pg] && rep[pg] && pg != 0 && pg != a->npages - 1)
             fp++;
@@ -139,7 +137,7 @@ static size_t tarr_scan(crpm_tracker *t, tarr *a, int all)
         size_t lo = pg == 0 ? 0 : pg * PG - ((uintptr_t)a->p - a->first);
         size_t hi = pg == a->npages - 1 ? a->len : (pg + 1) * PG - ((uintptr_t)a->p - a->first);
         if (!rep[pg] && memcmp(a->p + lo, a->shadow + lo, hi - lo))
-            CHECK(0, "%s: FALSE NEGATIVE: contents of page %zu changed, not reported", a->name, pg);
+            REQUIRE(0, "%s: FALSE NEGATIVE: contents of page %zu changed, not reported", a->name, pg);
     }
     if (!all && a->npages > 2) {
         a->fp_interior += fp;
@@ -166,9 +164,9 @@ static crpm_tracker *open_or_skip(void)
     int rc = crpm_tracker_open(&t);
     if (rc == CRPM_ERR_NOTSUP) {
         printf("SKIP: %s\n", crpm_last_error());
-        exit(SKIP_CODE);
+        exit(CHECK_SKIP);
     }
-    CHECK(rc == 0 && t, "tracker open: %d %s", rc, crpm_last_error());
+    REQUIRE(rc == 0 && t, "tracker open: %d %s", rc, crpm_last_error());
     return t;
 }
 #endif
