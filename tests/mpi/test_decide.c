@@ -2,6 +2,7 @@
  * branch, without MPI or files. */
 #include <stdio.h>
 #include <string.h>
+#include "check.h"
 #include "config.h"
 #include "crpm_types.h"
 #include "decide.h"
@@ -62,7 +63,7 @@ static const tcase cases[] = {
 
 int main(void)
 {
-    int failures = 0, n = (int)(sizeof cases / sizeof cases[0]);
+    int n = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < n; i++) {
         const tcase *t = &cases[i];
         int64_t rows[MAXR * CRPM_F_N];
@@ -76,24 +77,16 @@ int main(void)
         if (v.kind == CRPM_V_ERROR && (v.code != t->code || code != (t->l1 == CRPM_L1S_OPEN ? CRPM_ERR_REMOTE : t->code) ||
                                        !crpm_last_error()[0]))
             bad = 1;
-        if (bad) {
-            printf("FAIL %s: kind %d (want %d), l1 %d (want %d), code %d (want %d), epoch %lld, full %lld: %s\n",
-                   t->name, v.kind, t->kind, v.l1, t->l1, v.code, t->code, (long long)v.epoch,
-                   (long long)v.full_id, crpm_last_error());
-            failures++;
-        } else {
-            printf("ok   %s\n", t->name);
-        }
+        CHECK(!bad, "%s: kind %d (want %d), l1 %d (want %d), code %d (want %d), epoch %lld, full %lld: %s", t->name,
+              v.kind, t->kind, v.l1, t->l1, v.code, t->code, (long long)v.epoch, (long long)v.full_id,
+              crpm_last_error());
     }
     /* The failing rank itself reports its own open error, with its text. */
     int64_t rows[2 * CRPM_F_N] = {1, CRPM_ERR_CORRUPT, 0, 0, 0, -1, -1, -1, 1, 0, 0, 3, 1, -1, -1, -1};
     crpm_restart_facts f = {2, rows, 0, 0, 1, 0};
     crpm_verdict v = crpm_decide_restart(&f);
-    if (crpm_verdict_error(&f, &v, 0, "slot checksum", "/d", "j") != CRPM_ERR_CORRUPT ||
-        !strstr(crpm_last_error(), "slot checksum")) {
-        printf("FAIL own open error: %s\n", crpm_last_error());
-        failures++;
-    }
-    printf("%d cases, %d failed\n", n + 1, failures);
-    return failures != 0;
+    CHECK(crpm_verdict_error(&f, &v, 0, "slot checksum", "/d", "j") == CRPM_ERR_CORRUPT &&
+              strstr(crpm_last_error(), "slot checksum"),
+          "own open error: %s", crpm_last_error());
+    return check_summary("decide");
 }
