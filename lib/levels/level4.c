@@ -444,7 +444,8 @@ static int l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, 
         return CRPM_SUCCESS;
     if (rc == CRPM_ERR_RANGE || (rc == CRPM_ERR_REMOTE && skipped_bad == 0 && n > 0))
         return rc;
-    return crpm_error(CRPM_ERR_NOCKPT,
+    /* Files of this job that cannot be used are damage, not absence. */
+    return crpm_error(skipped_bad + hdr[2] > 0 ? CRPM_ERR_CORRUPT : CRPM_ERR_NOCKPT,
                       "level 4: no valid checkpoint for job '%s' with %d ranks in %s "
                       "(%d invalid, %d for another rank count, %d unreadable)%s%s",
                       job, size, dir, skipped_bad, hdr[1], hdr[2], first_reason[0] ? "; newest invalid: " : "",

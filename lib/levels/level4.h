@@ -42,7 +42,8 @@ int crpm_l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ckpt
                   int nregions, const crpm_array *regions, int keep);
 
 /* Collective; newest valid file (structure and every data checksum checked)
- * for this job and rank count; CRPM_ERR_NOCKPT if none.  Newer files that
+ * for this job and rank count; CRPM_ERR_NOCKPT if none, CRPM_ERR_CORRUPT if
+ * the job has files but none of them is valid.  Newer files that
  * fail the check are skipped with a warning on stderr (rank 0). */
 int crpm_l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, char *path, size_t pathlen,
                         int *ckpt_id, uint64_t *epoch);

@@ -48,6 +48,16 @@ static void judge_l1(const crpm_restart_facts *f, crpm_verdict *v)
         v->l1 = v->emin == 0 ? CRPM_L1S_FRESH : CRPM_L1S_USABLE;
     if (v->l1 == CRPM_L1S_USABLE && f->l1_rejected)
         v->l1 = CRPM_L1S_EPOCH;
+    /* Only damage or loss lets another level take over; a configuration
+     * that does not match the containers (geometry, job, rank count,
+     * format) is a mistake to fix, whatever level 4 holds. */
+    int damage_only = 1;
+    for (int r = 0; r < f->nranks; r++) {
+        int64_t rc = row(f, r)[CRPM_F_RC];
+        if (rc < 0 && rc != CRPM_ERR_CORRUPT && rc != CRPM_ERR_TRUNCATED && rc != CRPM_ERR_IO)
+            damage_only = 0;
+    }
+    v->damaged = v->l1 == CRPM_L1S_MISSING || v->l1 == CRPM_L1S_EPOCH || (v->l1 == CRPM_L1S_OPEN && damage_only);
 }
 
 /* method = full: the newest id every rank has a file of.  Each rank keeps
@@ -85,15 +95,29 @@ crpm_verdict crpm_decide_restart(const crpm_restart_facts *f)
     if (v.l1 == CRPM_L1S_USABLE) {
         v.kind = CRPM_V_L1;
         v.epoch = v.emin;
+    } else if (v.l1 != CRPM_L1S_FRESH && !v.damaged) {
+        v.kind = CRPM_V_ERROR; /* a mismatch: below */
     } else if (!f->l4_known) {
-        /* A level-4 checkpoint takes precedence over a fresh start and over an error. */
+        /* A level-4 checkpoint takes precedence over a fresh start and over damage. */
         v.kind = CRPM_V_ASK_L4;
         return v;
     } else if (f->l4_found) {
         v.kind = CRPM_V_L4;
-    } else if (v.l1 == CRPM_L1S_FRESH) {
+        v.set_aside = v.damaged;
+    } else if (v.l1 == CRPM_L1S_FRESH && !f->l4_damaged) {
         v.kind = CRPM_V_FRESH;
+    } else if (f->unrecoverable_fresh) {
+        v.kind = CRPM_V_FRESH; /* asked for: the unusable checkpoints are kept aside */
+        v.set_aside = 1;
     } else {
+        v.kind = CRPM_V_ERROR;
+        if (v.l1 == CRPM_L1S_FRESH) {
+            v.l1 = CRPM_L1S_L4_CORRUPT;
+            v.code = CRPM_ERR_CORRUPT;
+            return v;
+        }
+    }
+    if (v.kind == CRPM_V_ERROR) {
         v.kind = CRPM_V_ERROR;
         v.code = v.l1 == CRPM_L1S_NRANKS    ? CRPM_ERR_NRANKS
                  : v.l1 == CRPM_L1S_MISSING ? CRPM_ERR_MISSING
@@ -176,6 +200,11 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
                           job_name);
     case CRPM_L1S_FULL_NOCOMMON:
         return crpm_error(CRPM_ERR_EPOCH, "crpm_init: the ranks' full checkpoint files have no common id");
+    case CRPM_L1S_L4_CORRUPT:
+        return crpm_error(CRPM_ERR_CORRUPT,
+                          "crpm_init: the only checkpoint of job '%s' is a level-4 file that is corrupt (%s); "
+                          "refusing to start fresh (set on_unrecoverable = fresh in [advanced] to start anew)",
+                          job_name, own_msg && own_msg[0] ? own_msg : "see the warnings above");
     default:
         if (own_msg && own_msg[0] && v->emax - v->emin <= 1 && !v->bad_prev)
             return crpm_error(CRPM_ERR_EPOCH, "%s", own_msg);

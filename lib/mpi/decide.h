@@ -25,20 +25,23 @@ typedef struct crpm_restart_facts {
     int l1_rejected;       /* applying a level-1 verdict failed (ranks hold different checkpoints) */
     int l4_known;          /* level 4 was looked at ... */
     int l4_found;          /* ... and holds a valid checkpoint */
+    int l4_damaged;        /* ... or holds files of the job of which none is valid */
+    int unrecoverable_fresh; /* on_unrecoverable = fresh: start anew rather than fail */
 } crpm_restart_facts;
 
 enum crpm_verdict_kind {
-    CRPM_V_FRESH,   /* no checkpoint: start fresh (empty containers where needed) */
+    CRPM_V_FRESH,   /* no checkpoint: start fresh (empty containers where needed;
+                       with set_aside, containers that hold data are kept under another name) */
     CRPM_V_L1,      /* resume level 1 at `epoch`; ranks at epoch+1 roll back first */
     CRPM_V_ASK_L4,  /* level 1 cannot serve: look for level 4, then decide again */
-    CRPM_V_L4,      /* resume level 4 (containers are made anew) */
+    CRPM_V_L4,      /* resume level 4 (containers made anew, the old ones set aside) */
     CRPM_V_FULL,    /* method = full: resume file `full_id` */
     CRPM_V_ERROR    /* refuse, on every rank: `code`, text by crpm_verdict_error */
 };
 
 /* Why level 1 cannot serve (for the error text). */
 enum crpm_l1_state { CRPM_L1S_FRESH, CRPM_L1S_USABLE, CRPM_L1S_NRANKS, CRPM_L1S_MISSING, CRPM_L1S_OPEN,
-                     CRPM_L1S_EPOCH, CRPM_L1S_FULL_ON_DIFF, CRPM_L1S_FULL_NOCOMMON };
+                     CRPM_L1S_EPOCH, CRPM_L1S_FULL_ON_DIFF, CRPM_L1S_FULL_NOCOMMON, CRPM_L1S_L4_CORRUPT };
 
 typedef struct crpm_verdict {
     int kind;
@@ -48,6 +51,8 @@ typedef struct crpm_verdict {
     int64_t full_id;       /* CRPM_V_FULL */
     int64_t emin, emax;    /* committed epochs over the opened containers (-1 = none) */
     int n_exist, n_fail, extra, bad_prev;
+    int damaged;           /* level 1 is unusable through damage or loss, not a mismatch */
+    int set_aside;         /* containers holding data are renamed, never overwritten */
 } crpm_verdict;
 
 crpm_verdict crpm_decide_restart(const crpm_restart_facts *f);

@@ -126,6 +126,24 @@ int crpm_jobdir_finish_removal(crpm_ctx *ctx)
     return crpm_agree(ctx->comm, ctx->rank, rc, what);
 }
 
+/* Containers set aside at a restart (rank-<r>.crpm.unused-<time>): the job
+ * completed, so they are superseded. */
+static void remove_set_aside(const crpm_ctx *ctx)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "rank-%d.crpm.unused-", ctx->rank);
+    DIR *d = opendir(ctx->job_dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char p[CRPM_PATH_MAX];
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && crpm_name_join(p, sizeof p, ctx->job_dir, e->d_name) == 0)
+            crpm_unlink_quiet(p);
+    }
+    closedir(d);
+}
+
 int crpm_jobdir_remove(crpm_ctx *ctx)
 {
     const char *fn = "crpm_finalize";
@@ -146,6 +164,7 @@ int crpm_jobdir_remove(crpm_ctx *ctx)
         snprintf(tmp, sizeof tmp, "%s.tmp", ctx->path);
         rc = crpm_unlink_quiet(ctx->path);
         crpm_unlink_quiet(tmp);
+        remove_set_aside(ctx);
         if (ctx->primary.ops && ctx->primary.ops->remove)
             ctx->primary.ops->remove(&ctx->primary);
         rc = crpm_agree(ctx->comm, ctx->rank, rc, fn);

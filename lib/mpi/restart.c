@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include "agree.h"
 #include "decide.h"
 #include "error.h"
@@ -19,6 +20,7 @@ typedef struct gathered {
     char own_msg[512];         /* why it did not */
     int node_rank;
     char l4_path[CRPM_PATH_MAX];
+    char l4_msg[512];          /* why level 4 could not serve */
     int l4_id;
     uint64_t l4_epoch;
 } gathered;
@@ -61,7 +63,8 @@ static int gather(crpm_ctx *ctx, gathered *g)
     int mrc = MPI_Allgather(mine, CRPM_F_N, MPI_INT64_T, g->all, CRPM_F_N, MPI_INT64_T, ctx->comm);
     if (mrc != MPI_SUCCESS)
         return crpm_mpi_fail(mrc, "crpm_init: MPI_Allgather");
-    g->f = (crpm_restart_facts){.nranks = ctx->nranks, .rank = g->all, .method = ctx->cfg.method};
+    g->f = (crpm_restart_facts){.nranks = ctx->nranks, .rank = g->all, .method = ctx->cfg.method,
+                                .unrecoverable_fresh = ctx->cfg.on_unrecoverable_fresh};
     return CRPM_SUCCESS;
 }
 
@@ -74,18 +77,38 @@ static int gather_l4(crpm_ctx *ctx, gathered *g)
         return CRPM_SUCCESS;
     int rc = crpm_l4_find_latest(ctx->comm, ctx->cfg.glbl_dir, ctx->cfg.job_name, g->l4_path, sizeof g->l4_path,
                                  &g->l4_id, &g->l4_epoch);
-    int64_t found[2] = {rc == 0, -(int64_t)(rc == 0)};
-    if (rc == CRPM_ERR_NOCKPT)
+    int64_t found[3] = {rc == 0, -(int64_t)(rc == 0), -(int64_t)(rc == CRPM_ERR_CORRUPT)};
+    if (rc == CRPM_ERR_NOCKPT || rc == CRPM_ERR_CORRUPT) {
+        snprintf(g->l4_msg, sizeof g->l4_msg, "%s", crpm_last_error());
         rc = CRPM_SUCCESS;
-    rc = crpm_agree_ext(ctx->comm, ctx->rank, rc, "crpm_init: looking for a level-4 checkpoint", found, 2);
+    }
+    rc = crpm_agree_ext(ctx->comm, ctx->rank, rc, "crpm_init: looking for a level-4 checkpoint", found, 3);
     if (rc == 0 && found[0] != -found[1])
         rc = crpm_error(CRPM_ERR_EPOCH, "crpm_init: ranks disagree on the newest level-4 checkpoint");
     g->f.l4_found = rc == 0 && found[0];
+    g->f.l4_damaged = rc == 0 && !found[0] && found[2] != 0;
     return rc;
 #else
     (void)ctx;
     return CRPM_SUCCESS;
 #endif
+}
+
+/* A container that cannot be used but may hold the newest data is kept
+ * under another name, never overwritten: rank-<r>.crpm.unused-<time>. */
+static int set_aside(crpm_ctx *ctx, gathered *g)
+{
+    struct stat st;
+    crpm_container_close(g->c);
+    g->c = NULL;
+    if (stat(ctx->path, &st) != 0)
+        return CRPM_SUCCESS;
+    char to[CRPM_PATH_MAX + 40];
+    snprintf(to, sizeof to, "%s.unused-%lld", ctx->path, (long long)time(NULL));
+    int rc = crpm_durable_rename(ctx->path, to);
+    if (rc == 0 && ctx->cfg.verbosity >= 1)
+        fprintf(stderr, "[crpm rank %d] kept the unusable container as %s\n", ctx->rank, to);
+    return rc;
 }
 
 /* Level 1 resumes at the agreed epoch: a rank one epoch ahead committed a
@@ -144,12 +167,12 @@ int crpm_restart(crpm_ctx *ctx)
     }
     if (rc == 0 && v.kind == CRPM_V_L4) {
         /* Level 1 is made anew beside the level-4 restart. */
+        int lrc = v.set_aside ? set_aside(ctx, &g) : CRPM_SUCCESS;
         crpm_container_close(g.c);
         g.c = NULL;
-        if (g.node_rank == 0)
-            crpm_jobdir_extra_ranks(ctx, 1);
-        rc = crpm_agree(ctx->comm, ctx->rank, crpm_jobdir_create_fresh(ctx, &g.c),
-                        "crpm_init: re-creating the containers after a level-4 restart");
+        if (lrc == 0)
+            lrc = crpm_jobdir_create_fresh(ctx, &g.c);
+        rc = crpm_agree(ctx->comm, ctx->rank, lrc, "crpm_init: re-creating the containers after a level-4 restart");
         if (rc == 0) {
             crpm_level_close(&ctx->l4);
             rc = crpm_level_l4(&ctx->l4, &ctx->env, g.l4_path);
@@ -165,8 +188,8 @@ int crpm_restart(crpm_ctx *ctx)
     if (rc == 0 && (v.kind == CRPM_V_FRESH || v.kind == CRPM_V_FULL ||
                     (v.kind == CRPM_V_ERROR && v.l1 == CRPM_L1S_FULL_NOCOMMON))) {
         /* Ranks ahead at epoch 1 hold a first checkpoint that never completed. */
-        int lrc = CRPM_SUCCESS;
-        if (!g.c || crpm_container_epoch(g.c) != 0) {
+        int lrc = v.set_aside ? set_aside(ctx, &g) : CRPM_SUCCESS;
+        if (lrc == 0 && (!g.c || crpm_container_epoch(g.c) != 0)) {
             crpm_container_close(g.c);
             g.c = NULL;
             lrc = crpm_jobdir_create_fresh(ctx, &g.c);
@@ -175,7 +198,8 @@ int crpm_restart(crpm_ctx *ctx)
     }
     if (rc == 0 && v.kind == CRPM_V_ERROR)
         rc = crpm_agree(ctx->comm, ctx->rank,
-                        crpm_verdict_error(&g.f, &v, ctx->rank, g.own_msg, ctx->job_dir, ctx->cfg.job_name),
+                        crpm_verdict_error(&g.f, &v, ctx->rank, v.l1 == CRPM_L1S_L4_CORRUPT ? g.l4_msg : g.own_msg,
+                                           ctx->job_dir, ctx->cfg.job_name),
                         "crpm_init");
     /* The primary level: the differential container, or full files. */
     if (rc == 0 && ctx->cfg.method == CRPM_METHOD_FULL) {

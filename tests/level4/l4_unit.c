@@ -366,7 +366,7 @@ int main(int argc, char **argv)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, job, path, sizeof path, &id, &epoch);
-    CHECK(rc == CRPM_ERR_NOCKPT && strstr(crpm_last_error(), "no valid checkpoint"), "all invalid: %d", rc);
+    CHECK(rc == CRPM_ERR_CORRUPT && strstr(crpm_last_error(), "no valid checkpoint"), "all invalid: %d", rc);
     if (g_rank == 0)
         printf("no-valid message: %s\n", crpm_last_error());
 

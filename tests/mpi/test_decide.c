@@ -20,45 +20,66 @@ typedef struct tcase {
     int method, l1_rejected, l4_known, l4_found;
     int kind, code, l1;   /* expected; code/l1 checked when >= 0 / != -1 */
     int64_t epoch;        /* expected for CRPM_V_L1, full id for CRPM_V_FULL */
+    int l4_damaged, unrecoverable_fresh, set_aside; /* facts, and the expected set_aside */
 } tcase;
 
 static const tcase cases[] = {
-    {"no containers: ask level 4 first", 2, {NONE, NONE}, 0, 0, 0, 0, CRPM_V_ASK_L4, -1, CRPM_L1S_FRESH, 0},
-    {"no containers, no level 4: fresh", 2, {NONE, NONE}, 0, 0, 1, 0, CRPM_V_FRESH, -1, CRPM_L1S_FRESH, 0},
-    {"no containers, level 4: resume L4", 2, {NONE, NONE}, 0, 0, 1, 1, CRPM_V_L4, -1, CRPM_L1S_FRESH, 0},
-    {"all at epoch 0: fresh", 3, {OK(0, 0), OK(0, 0), OK(0, 0)}, 0, 0, 1, 0, CRPM_V_FRESH, -1, CRPM_L1S_FRESH, 0},
-    {"all at epoch 5: resume L1", 2, {OK(5, 1), OK(5, 1)}, 0, 0, 0, 0, CRPM_V_L1, -1, CRPM_L1S_USABLE, 5},
-    {"usable L1 wins over level 4", 2, {OK(5, 1), OK(5, 1)}, 0, 0, 1, 1, CRPM_V_L1, -1, CRPM_L1S_USABLE, 5},
+    {"no containers: ask level 4 first", 2, {NONE, NONE}, 0, 0, 0, 0, CRPM_V_ASK_L4, -1, CRPM_L1S_FRESH, 0, 0, 0, 0},
+    {"no containers, no level 4: fresh", 2, {NONE, NONE}, 0, 0, 1, 0, CRPM_V_FRESH, -1, CRPM_L1S_FRESH, 0, 0, 0, 0},
+    {"no containers, level 4: resume L4", 2, {NONE, NONE}, 0, 0, 1, 1, CRPM_V_L4, -1, CRPM_L1S_FRESH, 0, 0, 0, 0},
+    {"all at epoch 0: fresh", 3, {OK(0, 0), OK(0, 0), OK(0, 0)}, 0, 0, 1, 0, CRPM_V_FRESH, -1, CRPM_L1S_FRESH, 0, 0, 0, 0},
+    {"all at epoch 5: resume L1", 2, {OK(5, 1), OK(5, 1)}, 0, 0, 0, 0, CRPM_V_L1, -1, CRPM_L1S_USABLE, 5, 0, 0, 0},
+    {"usable L1 wins over level 4", 2, {OK(5, 1), OK(5, 1)}, 0, 0, 1, 1, CRPM_V_L1, -1, CRPM_L1S_USABLE, 5, 0, 0, 0},
     {"one rank ahead: resume the lower epoch", 3, {OK(5, 1), OK(6, 1), OK(5, 0)}, 0, 0, 0, 0, CRPM_V_L1, -1,
-     CRPM_L1S_USABLE, 5},
+     CRPM_L1S_USABLE, 5, 0, 0, 0},
     {"rank ahead without its previous epoch", 2, {OK(5, 1), OK(6, 0)}, 0, 0, 1, 0, CRPM_V_ERROR, CRPM_ERR_EPOCH,
-     CRPM_L1S_EPOCH, 0},
+     CRPM_L1S_EPOCH, 0, 0, 0, 0},
     {"rank ahead of epoch 0 without previous: fresh", 2, {OK(0, 0), OK(1, 0)}, 0, 0, 1, 0, CRPM_V_FRESH, -1,
-     CRPM_L1S_FRESH, 0},
-    {"epochs two apart", 2, {OK(5, 1), OK(7, 1)}, 0, 0, 1, 0, CRPM_V_ERROR, CRPM_ERR_EPOCH, CRPM_L1S_EPOCH, 0},
-    {"epochs two apart, level 4 serves", 2, {OK(5, 1), OK(7, 1)}, 0, 0, 1, 1, CRPM_V_L4, -1, CRPM_L1S_EPOCH, 0},
+     CRPM_L1S_FRESH, 0, 0, 0, 0},
+    {"epochs two apart", 2, {OK(5, 1), OK(7, 1)}, 0, 0, 1, 0, CRPM_V_ERROR, CRPM_ERR_EPOCH, CRPM_L1S_EPOCH, 0, 0, 0, 0},
+    {"epochs two apart, level 4 serves", 2, {OK(5, 1), OK(7, 1)}, 0, 0, 1, 1, CRPM_V_L4, -1, CRPM_L1S_EPOCH, 0, 0, 0, 1},
     {"one container missing", 3, {OK(3, 1), NONE, OK(3, 1)}, 0, 0, 1, 0, CRPM_V_ERROR, CRPM_ERR_MISSING,
-     CRPM_L1S_MISSING, 0},
+     CRPM_L1S_MISSING, 0, 0, 0, 0},
     {"missing beside empty containers: fresh", 3, {OK(0, 0), NONE, OK(0, 0)}, 0, 0, 1, 0, CRPM_V_FRESH, -1,
-     CRPM_L1S_FRESH, 0},
+     CRPM_L1S_FRESH, 0, 0, 0, 0},
     {"a container cannot be opened", 2, {OK(3, 1), {{1, CRPM_ERR_CORRUPT, 0, 0, 0, -1, -1, -1}}}, 0, 0, 1, 0,
-     CRPM_V_ERROR, CRPM_ERR_REMOTE, CRPM_L1S_OPEN, 0},
+     CRPM_V_ERROR, CRPM_ERR_REMOTE, CRPM_L1S_OPEN, 0, 0, 0, 0},
     {"written by another rank count", 2, {OK(3, 1), {{1, CRPM_ERR_NRANKS, 1, 0, 0, -1, -1, -1}}}, 0, 0, 1, 0,
-     CRPM_V_ERROR, CRPM_ERR_NRANKS, CRPM_L1S_NRANKS, 0},
+     CRPM_V_ERROR, CRPM_ERR_NRANKS, CRPM_L1S_NRANKS, 0, 0, 0, 0},
     {"containers of ranks this run lacks", 2, {{{1, 0, 0, 3, 1, 4, -1, -1}}, OK(3, 1)}, 0, 0, 1, 0,
-     CRPM_V_ERROR, CRPM_ERR_NRANKS, CRPM_L1S_NRANKS, 0},
+     CRPM_V_ERROR, CRPM_ERR_NRANKS, CRPM_L1S_NRANKS, 0, 0, 0, 0},
     {"level-1 verdict rejected on apply", 2, {OK(5, 1), OK(5, 1)}, 0, 1, 1, 0, CRPM_V_ERROR, CRPM_ERR_EPOCH,
-     CRPM_L1S_EPOCH, 0},
+     CRPM_L1S_EPOCH, 0, 0, 0, 0},
     {"method full: common newest id", 2, {{{1, 0, 0, 0, 0, -1, 9, 8}}, {{1, 0, 0, 0, 0, -1, 8, 7}}},
-     CRPM_METHOD_FULL, 0, 1, 0, CRPM_V_FULL, -1, CRPM_L1S_FRESH, 8},
+     CRPM_METHOD_FULL, 0, 1, 0, CRPM_V_FULL, -1, CRPM_L1S_FRESH, 8, 0, 0, 0},
     {"method full: no files", 2, {OK(0, 0), OK(0, 0)}, CRPM_METHOD_FULL, 0, 1, 0, CRPM_V_FRESH, -1,
-     CRPM_L1S_FRESH, 0},
+     CRPM_L1S_FRESH, 0, 0, 0, 0},
     {"method full: no common id", 2, {{{1, 0, 0, 0, 0, -1, 9, 8}}, {{1, 0, 0, 0, 0, -1, 4, 3}}},
-     CRPM_METHOD_FULL, 0, 1, 0, CRPM_V_ERROR, CRPM_ERR_EPOCH, CRPM_L1S_FULL_NOCOMMON, 0},
+     CRPM_METHOD_FULL, 0, 1, 0, CRPM_V_ERROR, CRPM_ERR_EPOCH, CRPM_L1S_FULL_NOCOMMON, 0, 0, 0, 0},
     {"method full over differential checkpoints", 2, {OK(5, 1), OK(5, 1)}, CRPM_METHOD_FULL, 0, 0, 0,
-     CRPM_V_ERROR, CRPM_ERR_CONFIG, CRPM_L1S_FULL_ON_DIFF, 0},
+     CRPM_V_ERROR, CRPM_ERR_CONFIG, CRPM_L1S_FULL_ON_DIFF, 0, 0, 0, 0},
     {"method full over a level-4 checkpoint", 2, {NONE, NONE}, CRPM_METHOD_FULL, 0, 1, 1, CRPM_V_ERROR,
-     CRPM_ERR_CONFIG, CRPM_L1S_FULL_ON_DIFF, 0},
+     CRPM_ERR_CONFIG, CRPM_L1S_FULL_ON_DIFF, 0, 0, 0, 0},
+    /* Lose nothing: only damage or loss lets level 4 take over, and then the
+     * containers are set aside, never overwritten. */
+    {"geometry mismatch beside level 4: error", 2, {OK(3, 1), {{1, CRPM_ERR_GEOMETRY, 0, 0, 0, -1, -1, -1}}}, 0, 0,
+     0, 0, CRPM_V_ERROR, CRPM_ERR_REMOTE, CRPM_L1S_OPEN, 0, 0, 0, 0},
+    {"other job's container beside level 4: error", 2, {OK(3, 1), {{1, CRPM_ERR_IDENTITY, 0, 0, 0, -1, -1, -1}}},
+     0, 0, 1, 1, CRPM_V_ERROR, CRPM_ERR_REMOTE, CRPM_L1S_OPEN, 0, 0, 0, 0},
+    {"other rank count beside level 4: error", 2, {OK(3, 1), {{1, CRPM_ERR_NRANKS, 1, 0, 0, -1, -1, -1}}}, 0, 0, 1,
+     1, CRPM_V_ERROR, CRPM_ERR_NRANKS, CRPM_L1S_NRANKS, 0, 0, 0, 0},
+    {"corrupt container, level 4 serves, set aside", 2, {OK(3, 1), {{1, CRPM_ERR_CORRUPT, 0, 0, 0, -1, -1, -1}}},
+     0, 0, 1, 1, CRPM_V_L4, -1, CRPM_L1S_OPEN, 0, 0, 0, 1},
+    {"lost container, level 4 serves, set aside", 3, {OK(3, 1), NONE, OK(3, 1)}, 0, 0, 1, 1, CRPM_V_L4, -1,
+     CRPM_L1S_MISSING, 0, 0, 0, 1},
+    {"lost container, nothing else, fresh asked for", 3, {OK(3, 1), NONE, OK(3, 1)}, 0, 0, 1, 0, CRPM_V_FRESH, -1,
+     CRPM_L1S_MISSING, 0, 0, 1, 1},
+    {"only checkpoint a corrupt level-4 file", 2, {NONE, NONE}, 0, 0, 1, 0, CRPM_V_ERROR, CRPM_ERR_CORRUPT,
+     CRPM_L1S_L4_CORRUPT, 0, 1, 0, 0},
+    {"corrupt level-4 file, fresh asked for", 2, {NONE, NONE}, 0, 0, 1, 0, CRPM_V_FRESH, -1, CRPM_L1S_FRESH, 0, 1,
+     1, 1},
+    {"usable level 1 beside a corrupt level-4 file", 2, {OK(4, 1), OK(4, 1)}, 0, 0, 1, 0, CRPM_V_L1, -1,
+     CRPM_L1S_USABLE, 4, 1, 0, 0},
 };
 
 int main(void)
@@ -69,9 +90,12 @@ int main(void)
         int64_t rows[MAXR * CRPM_F_N];
         for (int r = 0; r < t->nranks; r++)
             memcpy(rows + r * CRPM_F_N, t->r[r].f, sizeof t->r[r].f);
-        crpm_restart_facts f = {t->nranks, rows, t->method, t->l1_rejected, t->l4_known, t->l4_found};
+        crpm_restart_facts f = {.nranks = t->nranks, .rank = rows, .method = t->method,
+                                .l1_rejected = t->l1_rejected, .l4_known = t->l4_known, .l4_found = t->l4_found,
+                                .l4_damaged = t->l4_damaged, .unrecoverable_fresh = t->unrecoverable_fresh};
         crpm_verdict v = crpm_decide_restart(&f);
         int bad = v.kind != t->kind || v.l1 != t->l1 || (t->kind == CRPM_V_L1 && v.epoch != t->epoch) ||
+                  v.set_aside != t->set_aside ||
                   (t->kind == CRPM_V_FULL && v.full_id != t->epoch);
         int code = v.kind == CRPM_V_ERROR ? crpm_verdict_error(&f, &v, 0, "", "/ckpt/job", "job") : -1;
         if (v.kind == CRPM_V_ERROR && (v.code != t->code || code != (t->l1 == CRPM_L1S_OPEN ? CRPM_ERR_REMOTE : t->code) ||
@@ -83,7 +107,7 @@ int main(void)
     }
     /* The failing rank itself reports its own open error, with its text. */
     int64_t rows[2 * CRPM_F_N] = {1, CRPM_ERR_CORRUPT, 0, 0, 0, -1, -1, -1, 1, 0, 0, 3, 1, -1, -1, -1};
-    crpm_restart_facts f = {2, rows, 0, 0, 1, 0};
+    crpm_restart_facts f = {.nranks = 2, .rank = rows, .l4_known = 1};
     crpm_verdict v = crpm_decide_restart(&f);
     CHECK(crpm_verdict_error(&f, &v, 0, "slot checksum", "/d", "j") == CRPM_ERR_CORRUPT &&
               strstr(crpm_last_error(), "slot checksum"),
