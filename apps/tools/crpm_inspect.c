@@ -2,10 +2,13 @@
  * Containers (rank-<r>.crpm) go through the engine's inspector; level-4
  * HDF5 files (l4-<id>.h5, crpm-export output) through the level-4 verifier. */
 #include "container.h"
+#include "fsutil.h"
 #include "level4.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void usage(FILE *out)
 {
@@ -26,17 +29,19 @@ static void usage(FILE *out)
           out);
 }
 
-/* HDF5 files written by libcrpm start with the HDF5 signature at offset 0. */
-static int is_hdf5(const char *path)
+/* Regular files only (a FIFO would block, a device never end); *hdf5 says
+ * whether it starts with the HDF5 signature, as libcrpm's HDF5 files do. */
+static int examine(const char *path, int *hdf5)
 {
     static const unsigned char sig[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
     unsigned char buf[8];
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    return n == sizeof buf && memcmp(buf, sig, sizeof sig) == 0;
+    int fd, rc = crpm_open_regular(path, O_RDONLY, &fd, NULL);
+    if (rc != CRPM_SUCCESS)
+        return rc;
+    ssize_t n = pread(fd, buf, sizeof buf, 0);
+    close(fd);
+    *hdf5 = n == (ssize_t)sizeof buf && memcmp(buf, sig, sizeof sig) == 0;
+    return CRPM_SUCCESS;
 }
 
 int main(int argc, char **argv)
@@ -69,8 +74,11 @@ int main(int argc, char **argv)
         if (out && !first)
             fputc('\n', out);
         first = 0;
-        int rc;
-        if (is_hdf5(path)) {
+        int hdf5 = 0, rc = examine(path, &hdf5);
+        if (rc != CRPM_SUCCESS) {
+            if (out)
+                fprintf(out, "file:           %s\nstatus:         INVALID: %s\n", path, crpm_last_error());
+        } else if (hdf5) {
             rc = crpm_l4_verify_file(path, out);
         } else {
             /* The engine's inspector always prints; silence it with -q. */

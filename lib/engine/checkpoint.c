@@ -597,6 +597,8 @@ static int checkpoint_region(crpm_container *c, crpm_region *r, crpm_seg *segs, 
 
 int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t *out)
 {
+    if (c->read_only)
+        return crpm_error(CRPM_ERR_STATE, "%s is open read-only", c->path);
     double t0 = mono();
     uint64_t drains0 = c->media.drains;
     uint64_t seg = c->sb.segment_size, protected_bytes = 0;

@@ -486,6 +486,117 @@ static void compute_prev(crpm_container *c)
     crpm_error(0, "%s", ""); /* a missing previous slot is normal, not an error */
 }
 
+/* ---- read-only view of a container a live job may be writing (tools) -------
+ * While the commit word names epoch e, slot e % 2 and the copies e uses are
+ * not written: checkpoint e+1 writes the other slot and other copies.  So a
+ * view taken between two reads of the commit word that name the same epoch
+ * is one epoch, provided slot e % 2 was not rewritten meanwhile (a relaunch
+ * rolling back to e-1 and committing e again), which its header tells. */
+#define VIEW_TRIES 100
+
+static uint64_t load_commit_word(const crpm_container *c)
+{
+    return __atomic_load_n((const uint64_t *)(c->media.base + CRPM_COMMIT_OFF), __ATOMIC_ACQUIRE);
+}
+
+static void slot_header(const crpm_container *c, uint64_t epoch, unsigned char *out)
+{
+    memcpy(out, c->media.base + c->sb.slot_offset[epoch % 2], sizeof c->view_hdr);
+}
+
+/* The committed epoch and its slot are still those of the view. */
+static int view_unchanged(const crpm_container *c)
+{
+    unsigned char h[sizeof c->view_hdr];
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the copies above are done before */
+    uint64_t w = load_commit_word(c);
+    if ((w & 0xffffffffull) != c->epoch)
+        return 0;
+    if (c->epoch == 0)
+        return 1;
+    slot_header(c, c->epoch, h);
+    return memcmp(h, c->view_hdr, sizeof h) == 0;
+}
+
+static int view_copy(crpm_container *c)
+{
+    uint64_t total = 0;
+    free(c->snap);
+    free(c->snap_off);
+    c->snap = NULL;
+    c->snap_off = calloc((size_t)c->nregions + 1, sizeof *c->snap_off);
+    for (int i = 0; c->snap_off && i < c->nregions; i++) {
+        c->snap_off[i] = total;
+        total += c->regions[i].saved ? c->regions[i].count * c->regions[i].elem_size : 0;
+    }
+    char *snap = c->snap_off ? malloc(total ? total : 1) : NULL;
+    if (!snap)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory for a %llu-byte copy of %s", (unsigned long long)total,
+                          c->path);
+    int rc = CRPM_SUCCESS;
+    for (int i = 0; i < c->nregions && rc == 0; i++)
+        if (c->regions[i].saved)
+            rc = crpm_copy_saved(c, &c->regions[i], snap + c->snap_off[i]);
+    if (rc) {
+        free(snap);
+        return rc;
+    }
+    c->snap = snap; /* kept only once the view is known to be one epoch */
+    return CRPM_SUCCESS;
+}
+
+/* Loads the committed epoch's metadata (and data) as one view, retrying
+ * while a live job commits.  A failed check counts only when the commit word
+ * did not move: a healthy live container is never reported corrupt. */
+static int view_load(crpm_container *c, int with_data)
+{
+    struct timespec pause = {0, 1000000};
+    for (int attempt = 1;; attempt++) {
+        free(c->snap); /* describes the previous view */
+        c->snap = NULL;
+        int rc = c->media.ops->resize(&c->media, 0); /* follow a growing file */
+        if (rc)
+            return rc;
+        uint64_t w1 = load_commit_word(c), epoch = w1 & 0xffffffffull;
+        int flag = (int)((w1 >> 32) & 1);
+        if (crpm_commit_word(c->sb.nonce, epoch, flag) != w1)
+            return crpm_error(CRPM_ERR_CORRUPT, "%s: commit record is corrupt", c->path);
+        c->epoch = epoch;
+        c->in_progress = flag;
+        c->nphys = (c->media.size - c->sb.data_offset) / c->sb.segment_size;
+        if (epoch)
+            slot_header(c, epoch, c->view_hdr);
+        rc = crpm_load_slot(c, epoch);
+        if (rc == 0)
+            compute_prev(c);
+        if (rc == 0 && with_data)
+            rc = view_copy(c);
+        if (view_unchanged(c)) {
+            if (load_commit_word(c) != w1)
+                c->prev_ok = 0; /* a checkpoint started: epoch-1 may be going */
+            return rc;
+        }
+        free(c->snap);
+        c->snap = NULL;
+        if (attempt == VIEW_TRIES)
+            return crpm_error(CRPM_ERR_IO,
+                              "%s kept changing while it was read (%d attempts): a job is committing "
+                              "checkpoints faster than they can be copied; try again",
+                              c->path, VIEW_TRIES);
+        crpm_error_clear();
+        nanosleep(&pause, NULL);
+        if (pause.tv_nsec < 16000000)
+            pause.tv_nsec *= 2;
+    }
+}
+
+int crpm_container_snapshot(crpm_container *c)
+{
+    if (!c->read_only)
+        return crpm_error(CRPM_ERR_STATE, "%s: a snapshot is taken of a read-only container", c->path);
+    return view_load(c, 1);
+}
+
 int crpm_format_open(const crpm_open_opts *o, crpm_container **out, int *created)
 {
     *out = NULL;
@@ -506,11 +617,17 @@ int crpm_format_open(const crpm_open_opts *o, crpm_container **out, int *created
         free(c);
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     }
-    c->media.ops = o->backend ? o->backend : crpm_backend_for(o->persistence);
-    int rc;
-    struct stat st;
-    if (stat(o->path, &st) != 0 && errno == ENOENT) {
-        if (!o->create) {
+    c->media.ops = o->read_only ? &crpm_backend_readonly : o->backend ? o->backend : crpm_backend_for(o->persistence);
+    c->read_only = o->read_only;
+    /* a FIFO must not block us, a device must not be mapped */
+    int rc, fd, missing;
+    rc = crpm_open_regular(o->path, O_RDONLY, &fd, &missing);
+    if (rc == 0)
+        close(fd);
+    else if (!missing)
+        goto fail_nomap;
+    if (missing) {
+        if (!o->create || o->read_only) {
             rc = crpm_error(CRPM_ERR_IO, "container %s does not exist", o->path);
             goto fail_nomap;
         }
@@ -530,6 +647,13 @@ int crpm_format_open(const crpm_open_opts *o, crpm_container **out, int *created
         if (rc)
             goto fail_nomap;
         rc = validate_super(c, o, seg, blk);
+        if (rc == 0 && o->read_only) {
+            rc = view_load(c, 0);
+            if (rc)
+                goto fail;
+            *out = c;
+            return CRPM_SUCCESS;
+        }
         if (rc == 0)
             rc = read_commit(c);
     }
@@ -563,6 +687,8 @@ void crpm_format_close(crpm_container *c)
     crpm_free_regions(c);
     free(c->used);
     free(c->reserved);
+    free(c->snap);
+    free(c->snap_off);
     free(c->path);
     free(c);
 }
@@ -592,6 +718,8 @@ void crpm_container_set_hook(crpm_container *c, crpm_hook_fn fn, void *arg)
 
 int crpm_container_rollback(crpm_container *c)
 {
+    if (c->read_only)
+        return crpm_error(CRPM_ERR_STATE, "%s is open read-only", c->path);
     if (!c->prev_ok)
         return crpm_error(CRPM_ERR_EPOCH, "%s: epoch %llu is no longer recoverable", c->path,
                           (unsigned long long)(c->epoch ? c->epoch - 1 : 0));
@@ -650,14 +778,23 @@ int crpm_container_read_region(const crpm_container *c, int idx, void *dst)
     int i = saved_index(c, idx);
     if (i < 0)
         return crpm_error(CRPM_ERR_RANGE, "region index %d out of range", idx);
-    return crpm_copy_saved((crpm_container *)c, &c->regions[i], dst);
+    const crpm_region *r = &c->regions[i];
+    if (c->snap) {
+        memcpy(dst, c->snap + c->snap_off[i], r->count * r->elem_size);
+        return CRPM_SUCCESS;
+    }
+    int rc = crpm_copy_saved((crpm_container *)c, r, dst);
+    if (rc == 0 && c->read_only && !view_unchanged(c))
+        return crpm_error(CRPM_ERR_IO, "%s: a job committed another checkpoint while array %d was read; "
+                          "read it again", c->path, r->id);
+    return rc;
 }
 
 /* ---- inspection ------------------------------------------------------------ */
 
 int crpm_inspect_file(const char *path, FILE *out)
 {
-    crpm_open_opts o = {.path = path, .persistence = CRPM_PERSIST_MSYNC};
+    crpm_open_opts o = {.path = path, .read_only = 1};
     crpm_container *c;
     int rc = crpm_format_open(&o, &c, NULL);
     if (rc) {

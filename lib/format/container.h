@@ -26,6 +26,9 @@ typedef struct crpm_open_opts {
     int create;                /* 1: create if missing; 0: must exist */
     uint64_t slot_size;        /* bytes per metadata slot on create; 0 = room for 64 GiB */
     int change_tracking;       /* 1: compare only pages the kernel saw written (track.h) */
+    int read_only;             /* 1: tools: map O_RDONLY/PROT_READ (backend and create ignored) and
+                                * take a consistent view of the committed epoch although a live job
+                                * may be checkpointing into the file (see crpm_container_snapshot) */
 } crpm_open_opts;
 
 /* Hook points for tests (process-kill injection). */
@@ -47,8 +50,18 @@ int crpm_container_rollback(crpm_container *c);
  * the descriptor's ptr and name are NULL. */
 int crpm_container_nregions(const crpm_container *c);
 int crpm_container_region(const crpm_container *c, int idx, crpm_array *out);
-/* Copies saved region idx (committed epoch) into dst (its bytes). */
+/* Copies saved region idx (committed epoch) into dst (its bytes).  On a
+ * read-only container: from the snapshot if one was taken, otherwise from the
+ * file, failing (CRPM_ERR_IO, "changed while it was read") rather than
+ * returning bytes of another epoch when a live job committed meanwhile. */
 int crpm_container_read_region(const crpm_container *c, int idx, void *dst);
+/* Read-only containers: takes the committed epoch's metadata and arrays
+ * into memory as one consistent view (the commit word and the committed
+ * slot's header are read before and after copying; when a live job
+ * committed in between, the view is taken again, a bounded number of times
+ * with short sleeps, then CRPM_ERR_IO "kept changing").  The container then
+ * describes that view and read_region copies from memory. */
+int crpm_container_snapshot(crpm_container *c);
 
 /* Prints superblock, geometry, epochs, regions and checksum verdicts of a
  * container file; returns CRPM_SUCCESS or the code of the first failed check. */
@@ -116,6 +129,10 @@ struct crpm_container {
     char track_msg[256];      /* why tracking was not available */
     crpm_hook_fn hook;
     void *hook_arg;
+    int read_only;            /* opened with opts.read_only */
+    unsigned char view_hdr[sizeof(struct crpm_slot_hdr)]; /* committed slot's header in the view */
+    char *snap;               /* crpm_container_snapshot: the saved regions' bytes ... */
+    uint64_t *snap_off;       /* ... region i at snap + snap_off[i] */
 };
 
 /* container.c */
