@@ -25,11 +25,58 @@ static double mono(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* ---- id -> region index ---------------------------------------------------
+ * Open addressing over region indices, so protecting N arrays is O(N), not
+ * O(N^2).  The region table is rebuilt by loads (crpm_free_regions marks the
+ * index stale) and compacted by commits (nregions shrinks): whenever it no
+ * longer describes exactly regions[0, nregions) it is rebuilt. */
+static uint32_t id_slot(int32_t id, uint32_t mask)
+{
+    return ((uint32_t)id * 2654435761u) >> 7 & mask;
+}
+
+static void index_put(crpm_container *c, int i)
+{
+    uint32_t mask = c->rindex_cap - 1, h = id_slot(c->regions[i].id, mask);
+    while (c->rindex[h] >= 0)
+        h = (h + 1) & mask;
+    c->rindex[h] = i;
+}
+
+static int index_sync(crpm_container *c, int extra)
+{
+    int want = c->nregions + extra;
+    if (c->rindex && c->rindex_n == c->nregions && (uint64_t)want * 2 <= c->rindex_cap)
+        return 0;
+    uint32_t cap = 64;
+    while ((uint64_t)cap < (uint64_t)want * 4)
+        cap *= 2;
+    if (cap != c->rindex_cap || !c->rindex) {
+        int32_t *x = realloc(c->rindex, cap * sizeof *x);
+        if (!x)
+            return -1;
+        c->rindex = x;
+        c->rindex_cap = cap;
+    }
+    memset(c->rindex, 0xff, cap * sizeof *c->rindex);
+    for (int i = 0; i < c->nregions; i++)
+        index_put(c, i);
+    c->rindex_n = c->nregions;
+    return 0;
+}
+
 static crpm_region *find_region(crpm_container *c, int32_t id)
 {
-    for (int i = 0; i < c->nregions; i++)
-        if (c->regions[i].id == id)
-            return &c->regions[i];
+    if (index_sync(c, 1) != 0) { /* no memory for the index: search */
+        for (int i = 0; i < c->nregions; i++)
+            if (c->regions[i].id == id)
+                return &c->regions[i];
+        return NULL;
+    }
+    uint32_t mask = c->rindex_cap - 1;
+    for (uint32_t h = id_slot(id, mask); c->rindex[h] >= 0; h = (h + 1) & mask)
+        if (c->regions[c->rindex[h]].id == id)
+            return &c->regions[c->rindex[h]];
     return NULL;
 }
 
@@ -59,6 +106,10 @@ int crpm_container_protect(crpm_container *c, int32_t id, void *ptr, uint64_t co
         r = &c->regions[c->nregions++];
         memset(r, 0, sizeof *r);
         r->id = id;
+        if (c->rindex && c->rindex_n == c->nregions - 1) { /* find_region left room for one */
+            index_put(c, c->nregions - 1);
+            c->rindex_n = c->nregions;
+        }
     }
     if (r->p_count * r->p_elem_size != count * elem_size)
         r->stale_valid = 0;
@@ -70,11 +121,26 @@ int crpm_container_protect(crpm_container *c, int32_t id, void *ptr, uint64_t co
     r->p_count = count;
     r->p_elem_size = elem_size;
     r->p_type_code = type_code;
-    /* memory the kernel will not track is simply compared */
-    r->tracked = c->trk && count && crpm_tracker_add(c->trk, ptr, count * elem_size) == 0;
-    if (c->trk && !r->tracked)
-        crpm_error(0, "%s", "");
+    /* memory the kernel does not track completely is simply compared */
+    r->untracked = NULL;
+    if (c->trk && count) {
+        r->untracked = crpm_tracker_memory_check(c->trk, ptr, count * elem_size);
+        if (!r->untracked && crpm_tracker_add(c->trk, ptr, count * elem_size) != 0)
+            r->untracked = "the kernel refused to write-protect it";
+        crpm_error_clear();
+    }
+    r->tracked = c->trk && count && !r->untracked;
     return CRPM_SUCCESS;
+}
+
+const char *crpm_container_untracked_reason(const crpm_container *c, int32_t id)
+{
+    const crpm_region *r = find_region((crpm_container *)c, id);
+    if (!c->want_tracking || !r || !r->p_elem_size)
+        return NULL;
+    if (!c->trk)
+        return c->track_msg;
+    return r->untracked;
 }
 
 int crpm_container_unprotect(crpm_container *c, int32_t id)

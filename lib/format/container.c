@@ -81,9 +81,32 @@ void crpm_free_regions(crpm_container *c)
     free(c->regions);
     c->regions = NULL;
     c->nregions = c->cap_regions = 0;
+    c->rindex_n = -1;
 }
 
 /* ---- metadata slots ------------------------------------------------------ */
+
+/* The slot's size is fixed when the container is created: say which part of
+ * the metadata outgrew it, and what helps. */
+static int slot_full(const crpm_container *c, uint32_t narrays, uint64_t body)
+{
+    uint64_t per_array = sizeof(struct crpm_slot_region) + sizeof(struct crpm_slot_seg);
+    uint64_t array_part = (uint64_t)narrays * sizeof(struct crpm_slot_region);
+    uint64_t room = c->sb.slot_size - sizeof(struct crpm_slot_hdr);
+    if (array_part * 2 >= body)
+        return crpm_error(CRPM_ERR_RANGE,
+                          "%s: too many protected arrays: the metadata of %u arrays needs %llu bytes, the "
+                          "container's metadata slot holds %llu (room for about %llu arrays, fixed when the "
+                          "container was created; segment_size does not change it): protect fewer, larger "
+                          "arrays (e.g. one array of structures instead of many small ones)",
+                          c->path, narrays, (unsigned long long)body, (unsigned long long)room,
+                          (unsigned long long)(room / per_array));
+    return crpm_error(CRPM_ERR_RANGE,
+                      "%s: too much protected data for the metadata slot: the segment table of %u arrays needs "
+                      "%llu bytes, the slot holds %llu (fixed when the container was created): use a larger "
+                      "segment_size for a new checkpoint directory",
+                      c->path, narrays, (unsigned long long)body, (unsigned long long)room);
+}
 
 int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_t nphys,
                     crpm_region *regs, int nregs, crpm_seg **segs)
@@ -98,10 +121,12 @@ int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_
                 nsegs_for(regs[i].p_count * regs[i].p_elem_size, c->sb.segment_size) * sizeof(struct crpm_slot_seg);
     }
     if (sizeof(struct crpm_slot_hdr) + body > c->sb.slot_size)
-        return crpm_error(CRPM_ERR_RANGE,
-                          "%s: %llu bytes of metadata exceed the slot (%llu bytes); use a larger segment_size",
-                          c->path, (unsigned long long)body, (unsigned long long)c->sb.slot_size);
+        return slot_full(c, nsaved, body);
     size_t total = sizeof(struct crpm_slot_hdr) + body;
+    /* slots are sparse: storage for what this one needs, or an error, not SIGBUS */
+    int rc = c->media.ops->reserve(&c->media, c->sb.slot_offset[epoch % 2], total);
+    if (rc)
+        return rc;
     char *buf = malloc(total);
     if (!buf)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory for metadata");
@@ -134,6 +159,28 @@ int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_
     crpm_persist_copy(&c->media, c->media.base + c->sb.slot_offset[epoch % 2], buf, total);
     free(buf);
     return CRPM_SUCCESS;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorted, not pairwise: a slot may describe 100,000 arrays. */
+static int has_duplicate_id(const crpm_region *regs, uint32_t n)
+{
+    int32_t *ids = malloc((n ? n : 1) * sizeof *ids);
+    if (!ids)
+        return 1;
+    for (uint32_t i = 0; i < n; i++)
+        ids[i] = regs[i].id;
+    qsort(ids, n, sizeof *ids, cmp_i32);
+    int dup = 0;
+    for (uint32_t i = 1; i < n && !dup; i++)
+        dup = ids[i] == ids[i - 1];
+    free(ids);
+    return dup;
 }
 
 /* Parses slot `epoch % 2` into *out (allocated).  Returns CRPM_ERR_CORRUPT
@@ -175,8 +222,6 @@ static int parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int 
         if (r.elem_size == 0 || r.count > UINT64_MAX / r.elem_size ||
             r.nsegs != nsegs_for(r.count * r.elem_size, c->sb.segment_size) ||
             r.nsegs > (uint64_t)(end - p) / sizeof(struct crpm_slot_seg)) { rc = -1; break; }
-        for (uint32_t j = 0; j < i; j++)
-            if (regs[j].id == r.id) rc = -1;
         regs[i].saved = 1;
         regs[i].id = r.id;
         regs[i].type_code = r.type_code;
@@ -198,6 +243,8 @@ static int parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int 
         }
     }
     if (rc == 0 && p != end)
+        rc = -1;
+    if (rc == 0 && has_duplicate_id(regs, h.nregions))
         rc = -1;
     if (rc) {
         for (uint32_t j = 0; j < i && j < h.nregions; j++)
@@ -255,6 +302,23 @@ int crpm_reserve_seg(crpm_container *c, uint32_t phys, uint64_t len)
     return rc;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Index of the region with `id` in byid (id << 32 | index, sorted), or -1. */
+static int find_sorted(const int64_t *byid, int n, int32_t id)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if ((int32_t)(byid[mid] >> 32) < id) lo = mid + 1; else hi = mid;
+    }
+    return lo < n && (int32_t)(byid[lo] >> 32) == id ? (int)(byid[lo] & 0xffffffff) : -1;
+}
+
 /* Makes `epoch` (0 = empty) the in-memory state, keeping current protections. */
 int crpm_load_slot(crpm_container *c, uint64_t epoch)
 {
@@ -282,13 +346,23 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     }
     int m = n;
+    /* saved ids sorted with their index: the merge is O(n log n), not O(n^2) */
+    int64_t *byid = malloc((size_t)(n ? n : 1) * sizeof *byid);
+    if (!byid) {
+        for (int i = 0; i < n; i++) free(merged[i].segs);
+        free(merged);
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < n; i++)
+        byid[i] = (int64_t)merged[i].id * ((int64_t)1 << 32) + i;
+    qsort(byid, (size_t)n, sizeof *byid, cmp_i64);
     for (int i = 0; i < c->nregions; i++) {
         crpm_region *old = &c->regions[i];
         if (!old->p_elem_size)
             continue; /* not protected */
-        int j;
-        for (j = 0; j < n && merged[j].id != old->id; j++)
-            ;
+        int j = find_sorted(byid, n, old->id);
+        if (j < 0)
+            j = m;
         if (j == m) {
             memset(&merged[m], 0, sizeof merged[m]);
             merged[m].id = old->id;
@@ -300,6 +374,7 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
         merged[j].p_count = old->p_count;
         /* the registration stays; what the copies hold is now unknown */
         merged[j].tracked = old->tracked;
+        merged[j].untracked = old->untracked;
         merged[j].wbits = old->wbits;
         merged[j].stale = old->stale;
         merged[j].bits_cap = old->bits_cap;
@@ -307,6 +382,7 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
         merged[j].rescan_all = 1;
         old->wbits = old->stale = NULL;
     }
+    free(byid);
     crpm_free_regions(c);
     c->regions = merged;
     c->nregions = m;
@@ -367,9 +443,12 @@ static uint64_t slot_size_for(uint64_t seg, uint64_t asked)
 {
     if (asked)
         return (asked + 4095) & ~4095ull;
-    /* room for 64 GiB of protected data, between 64 KiB and 8 MiB per slot */
+    /* room for 64 GiB of protected data (a segment table of 64 KiB to 8 MiB)
+     * and for CRPM_SLOT_ARRAYS arrays; the file is sparse there, so only the
+     * metadata actually written takes storage */
     uint64_t s = (1ull << 36) / seg * sizeof(struct crpm_slot_seg) + 65536;
     if (s > CRPM_DEFAULT_SLOT) s = CRPM_DEFAULT_SLOT;
+    s += (uint64_t)CRPM_SLOT_ARRAYS * (sizeof(struct crpm_slot_region) + sizeof(struct crpm_slot_seg));
     return (s + 4095) & ~4095ull;
 }
 
@@ -673,6 +752,9 @@ fail_nomap:
     crpm_free_regions(c);
     free(c->used);
     free(c->reserved);
+    free(c->snap);
+    free(c->snap_off);
+    free(c->rindex);
     free(c->path);
     free(c);
     return rc;
@@ -689,6 +771,7 @@ void crpm_format_close(crpm_container *c)
     free(c->reserved);
     free(c->snap);
     free(c->snap_off);
+    free(c->rindex);
     free(c->path);
     free(c);
 }

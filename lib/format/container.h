@@ -97,6 +97,7 @@ typedef struct crpm_region {
     uint64_t p_count;
     /* change tracking (volatile, only with a tracker) */
     int tracked;             /* ptr..ptr+bytes is registered with the tracker */
+    const char *untracked;   /* with a tracker: why it is compared instead (static text) */
     int stale_valid;         /* stale describes the two copies */
     int rescan_all;          /* a scan's report was lost: treat every block as written */
     int scanned;             /* wbits holds this checkpoint's scan */
@@ -120,6 +121,9 @@ struct crpm_container {
     uint64_t nphys;          /* segments the pool holds (file extent) */
     crpm_region *regions;
     int nregions, cap_regions;
+    int32_t *rindex;          /* id -> index in regions (open addressing, -1 empty) ... */
+    uint32_t rindex_cap;      /* ... slots, a power of two ... */
+    int rindex_n;             /* ... describing regions[0, rindex_n); -1: rebuild */
     uint8_t *used;           /* per physical segment: referenced or allocated */
     uint64_t used_cap;
     uint32_t *reserved;      /* per physical segment: bytes known to have storage */

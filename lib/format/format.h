@@ -21,7 +21,8 @@
 #define CRPM_COMMIT_OFF 2048u
 #define CRPM_DEFAULT_SEGMENT (2u << 20)
 #define CRPM_DEFAULT_BLOCK 256u
-#define CRPM_DEFAULT_SLOT (8u << 20)
+#define CRPM_DEFAULT_SLOT (8u << 20)  /* at most, for the segment table */
+#define CRPM_SLOT_ARRAYS (1u << 17)   /* arrays a default slot has room for */
 #define CRPM_NO_PHYS UINT32_MAX
 
 struct crpm_super {

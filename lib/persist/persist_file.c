@@ -89,8 +89,11 @@ int crpm_persist_create_file(const char *path, size_t size, const void *init, si
     int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL, 0644);
     if (fd < 0) {
         rc = crpm_error(CRPM_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-    } else if ((err = posix_fallocate(fd, 0, (off_t)size)) != 0) {
-        rc = crpm_error(CRPM_ERR_IO, "cannot allocate %zu bytes for %s: %s", size, path, strerror(err));
+    } else if (ftruncate(fd, (off_t)size) != 0) {
+        rc = crpm_error(CRPM_ERR_IO, "cannot size %s to %zu bytes: %s", tmp, size, strerror(errno));
+    } else if ((err = posix_fallocate(fd, 0, (off_t)len)) != 0) {
+        /* only the initialised part: the rest (metadata slots) is reserved when written */
+        rc = crpm_error(CRPM_ERR_IO, "cannot allocate %zu bytes for %s: %s", len, path, strerror(err));
     } else if (pwrite(fd, init, len, 0) != (ssize_t)len || fsync(fd) != 0) {
         rc = crpm_error(CRPM_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
     }
