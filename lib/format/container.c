@@ -788,6 +788,7 @@ int crpm_container_verify(const crpm_container *c, FILE *out)
 {
     uint64_t seg = c->sb.segment_size, ch = c->sb.crc_chunk, bad = 0, chunks = 0;
     int rc = CRPM_SUCCESS;
+    char first[1024] = "";
     if (!ch) {
         if (out)
             fprintf(out, "data checksums: none (container created without them)\n");
@@ -812,8 +813,10 @@ int crpm_container_verify(const crpm_container *c, FILE *out)
                 if (out && bad < 100)
                     fprintf(out, "  BAD: array id %d, byte offset %llu (%llu bytes), physical segment %u\n", r->id,
                             (unsigned long long)(off + p), (unsigned long long)l, phys);
-                if (!bad++)
+                if (!bad++) {
                     rc = bad_chunk(c, r, off + p, phys);
+                    snprintf(first, sizeof first, "%s", crpm_last_error());
+                }
             }
         }
     }
@@ -821,8 +824,7 @@ int crpm_container_verify(const crpm_container *c, FILE *out)
         fprintf(out, "data checksums: %llu chunks of %llu bytes checked, %llu bad\n", (unsigned long long)chunks,
                 (unsigned long long)ch, (unsigned long long)bad);
     if (bad)
-        crpm_error(CRPM_ERR_CORRUPT, "%s: %llu corrupt data chunks in epoch %llu; first: %s", c->path,
-                   (unsigned long long)bad, (unsigned long long)c->epoch, crpm_last_error());
+        crpm_error(CRPM_ERR_CORRUPT, "%llu corrupt data chunk(s); the first: %s", (unsigned long long)bad, first);
     return rc;
 }
 
