@@ -515,6 +515,11 @@ static int validate_super(crpm_container *c, const crpm_open_opts *o, uint64_t s
     memcpy(sb, c->media.base, sizeof *sb);
     if (memcmp(sb->magic, CRPM_MAGIC, 8) != 0)
         return crpm_error(CRPM_ERR_FORMAT, "%s is not a libcrpm container (bad magic)", c->path);
+    if (sb->version == 1)
+        return crpm_error(CRPM_ERR_VERSION,
+                          "%s has format version 1 (an older libcrpm, without data checksums); this library reads "
+                          "version %u only: restart it with the libcrpm that wrote it, or start afresh",
+                          c->path, CRPM_FORMAT_VERSION);
     if (sb->version != CRPM_FORMAT_VERSION)
         return crpm_error(CRPM_ERR_VERSION, "%s has format version %u; this library reads version %u",
                           c->path, sb->version, CRPM_FORMAT_VERSION);
