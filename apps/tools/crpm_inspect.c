@@ -12,7 +12,7 @@
 
 static void usage(FILE *out)
 {
-    fputs("usage: crpm-inspect [-q] FILE...\n"
+    fputs("usage: crpm-inspect [-q] [--verify] FILE...\n"
           "\n"
           "Checks libcrpm checkpoint files and prints their contents.\n"
           "  container (rank-<r>.crpm): superblock, geometry, committed epoch and\n"
@@ -21,6 +21,8 @@ static void usage(FILE *out)
           "  level-4 file (l4-<id>.h5 or crpm-export output): root attributes,\n"
           "    every rank group and dataset, and each dataset's crc32.\n"
           "\n"
+          "  --verify      containers: also check the CRC32C of every data chunk of\n"
+          "                the committed epoch, naming each bad array and offset\n"
           "  -q, --quiet   print only the files that fail, with the reason\n"
           "  -h, --help    show this help\n"
           "\n"
@@ -46,7 +48,7 @@ static int examine(const char *path, int *hdf5)
 
 int main(int argc, char **argv)
 {
-    int quiet = 0, nfiles = 0, bad = 0;
+    int quiet = 0, verify = 0, nfiles = 0, bad = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -54,6 +56,8 @@ int main(int argc, char **argv)
         }
         if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))
             quiet = 1;
+        else if (!strcmp(argv[i], "--verify"))
+            verify = 1;
         else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "crpm-inspect: unknown option %s\n", argv[i]);
             usage(stderr);
@@ -83,7 +87,7 @@ int main(int argc, char **argv)
         } else {
             /* The engine's inspector always prints; silence it with -q. */
             FILE *sink = out ? out : fopen("/dev/null", "w");
-            rc = crpm_inspect_file(path, sink ? sink : stdout);
+            rc = crpm_inspect_file_verify(path, sink ? sink : stdout, verify);
             if (sink && sink != out)
                 fclose(sink);
         }

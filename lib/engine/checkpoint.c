@@ -208,11 +208,58 @@ typedef struct ck_stats {
     uint64_t compared, written, blocks;
 } ck_stats;
 
-static void write_run(crpm_container *c, char *dst, const char *src, size_t len, uint64_t blk, ck_stats *st)
+/* The copy of a segment being brought up to date, and its CRC table: the
+ * CRCs of the chunks a run touches are computed from the source just copied
+ * (still in cache); when the table is not known to describe this copy at
+ * this length (crc_len), the whole table is rewritten at the end instead. */
+typedef struct seg_write {
+    crpm_container *c;
+    uint32_t phys;
+    char *dst;
+    const char *src;
+    uint64_t len;
+    uint64_t first_chunk, next_chunk; /* CRCs stored in [first_chunk, next_chunk) */
+    int whole_table;
+} seg_write;
+
+static seg_write seg_write_start(crpm_container *c, uint32_t phys, const char *src, uint64_t len)
 {
-    crpm_persist_copy(&c->media, dst, src, len);
+    seg_write x = {c, phys, crpm_seg_addr(c, phys), src, len, UINT64_MAX, 0, c->crc_len[phys] != len};
+    return x;
+}
+
+/* Stores the CRCs the copy still lacks; the copy then equals src over len bytes. */
+static void seg_write_end(seg_write *x)
+{
+    crpm_container *c = x->c;
+    if (c->sb.crc_chunk && x->whole_table) {
+        x->first_chunk = 0;
+        x->next_chunk = (x->len + c->sb.crc_chunk - 1) / c->sb.crc_chunk;
+        crpm_crc_compute(c, x->phys, x->src, x->len, 0, x->next_chunk);
+    }
+    if (x->first_chunk < x->next_chunk)
+        crpm_crc_flush(c, x->phys, x->first_chunk, x->next_chunk);
+    c->crc_len[x->phys] = (uint32_t)x->len;
+}
+
+/* Writes bytes [o, o + len) of the segment (block aligned). */
+static void write_run(seg_write *x, uint64_t o, uint64_t len, uint64_t blk, ck_stats *st)
+{
+    crpm_container *c = x->c;
+    crpm_persist_copy(&c->media, x->dst + o, x->src + o, len);
     st->written += len;
     st->blocks += (len + blk - 1) / blk;
+    uint64_t ch = c->sb.crc_chunk;
+    if (ch && !x->whole_table) {
+        uint64_t c0 = o / ch, c1 = (o + len + ch - 1) / ch;
+        if (c0 < x->next_chunk)
+            c0 = x->next_chunk; /* a chunk shared with the previous run */
+        if (c0 < c1)
+            crpm_crc_compute(c, x->phys, x->src, x->len, c0, c1);
+        if (x->first_chunk == UINT64_MAX)
+            x->first_chunk = c0;
+        x->next_chunk = c1;
+    }
 }
 
 /* Bits [from, to) of word w, as a mask. */
@@ -274,13 +321,17 @@ static int write_segment(crpm_container *c, crpm_seg *s, const char *src, uint64
             return rc;
         st->written += len;
         st->blocks += (len + blk - 1) / blk;
+        c->crc_len[p] = 0;
+        seg_write x = seg_write_start(c, p, src, len);
+        seg_write_end(&x);
         s->state = (uint32_t)other + 1;
         return CRPM_SUCCESS;
     }
     int rc = crpm_reserve_seg(c, s->phys[other], len); /* the region may have grown */
     if (rc)
         return rc;
-    char *dst = crpm_seg_addr(c, s->phys[other]);
+    seg_write x = seg_write_start(c, s->phys[other], src, len);
+    const char *dst = x.dst;
     uint64_t run = 0, start = 0, nblocks = (len + blk - 1) / blk;
     for (uint64_t i = 0; i < nblocks; i++) {
         uint64_t off = i * blk, n = len - off < blk ? len - off : blk;
@@ -292,12 +343,13 @@ static int write_segment(crpm_container *c, crpm_seg *s, const char *src, uint64
                 continue;
         }
         if (run) {
-            write_run(c, dst + start, src + start, run, blk, st);
+            write_run(&x, start, run, blk, st);
             run = 0;
         }
     }
     if (run)
-        write_run(c, dst + start, src + start, run, blk, st);
+        write_run(&x, start, run, blk, st);
+    seg_write_end(&x);
     s->state = (uint32_t)other + 1;
     return CRPM_SUCCESS;
 }
@@ -607,7 +659,8 @@ static int tracked_segment(crpm_container *c, crpm_region *r, crpm_seg *s, const
     int rc = crpm_reserve_seg(c, s->phys[other], len); /* the region may have grown */
     if (rc)
         return rc;
-    char *dst = crpm_seg_addr(c, s->phys[other]);
+    seg_write x = seg_write_start(c, s->phys[other], src, len);
+    const char *dst = x.dst;
     uint64_t rs = 0, re = 0; /* pending run of differing bytes [rs, re) */
     it = walk_start(W, S, WALK_OR, b0, b1);
     ahead = prefetch_start(it, src, dst, blk, len);
@@ -617,7 +670,7 @@ static int tracked_segment(crpm_container *c, crpm_region *r, crpm_seg *s, const
         if ((S[b / 64] >> (b % 64) & 1) && !cmp_block(src, dst, b - b0, blk, len, st))
             continue; /* blocks outside S differ: they are in D */
         if (re > rs && o != re) {
-            write_run(c, dst + rs, src + rs, re - rs, blk, st);
+            write_run(&x, rs, re - rs, blk, st);
             re = rs;
         }
         if (re == rs)
@@ -625,7 +678,8 @@ static int tracked_segment(crpm_container *c, crpm_region *r, crpm_seg *s, const
         re = o + n;
     }
     if (re > rs)
-        write_run(c, dst + rs, src + rs, re - rs, blk, st);
+        write_run(&x, rs, re - rs, blk, st);
+    seg_write_end(&x);
     s->state = (uint32_t)other + 1;
     merge_bits(S, W, b0, b1, 1);
     return CRPM_SUCCESS;
@@ -642,12 +696,16 @@ static int checkpoint_region(crpm_container *c, crpm_region *r, crpm_seg *segs, 
         uint64_t b0 = k * bps, b1 = b0 + (len + blk - 1) / blk;
         crpm_seg *s = &segs[k];
         int rc;
-        if (s->state && tracked) {
+        /* a segment whose length changed is rewritten: the committed copy's
+         * last CRC describes its old length */
+        uint64_t saved_len = r->saved && k < r->nsegs ? r->count * r->elem_size - off : 0;
+        int resized = (saved_len < seg ? saved_len : seg) != len;
+        if (s->state && tracked && !resized) {
             if ((rc = tracked_segment(c, r, s, base + off, len, b0, b1, st)) != 0)
                 return rc;
             continue;
         }
-        if (s->state) {
+        if (s->state && !resized) {
             const char *cur = crpm_seg_addr(c, s->phys[s->state - 1]);
             st->compared += len;
             if (memcmp(base + off, cur, len) == 0)
@@ -723,6 +781,7 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
             free(segs[i]);
         free(segs);
         crpm_mark_used(c); /* forget allocations of the failed attempt */
+        crpm_crc_trust_committed(c); /* the other copies' tables were partly rewritten */
         for (int i = 0; i < c->nregions; i++)
             c->regions[i].stale_valid = 0; /* the other copies were partly rewritten */
         return rc;

@@ -8,7 +8,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
+#include <isa-l/crc.h>
+#include <sys/random.h>
 #include "container.h"
 #include "persist_file.h"
 
@@ -19,9 +20,43 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* ISA-L's CRC32C; metadata checksums chain calls from seed 0. */
 static uint32_t crc(const void *p, size_t n, uint32_t seed)
 {
-    return (uint32_t)crc32_z(seed, p, n);
+    const unsigned char *b = p;
+    while (n) {
+        int k = n > (1u << 30) ? 1 << 30 : (int)n;
+        seed = crc32_iscsi((unsigned char *)b, k, seed);
+        b += k;
+        n -= (size_t)k;
+    }
+    return seed;
+}
+
+/* A data chunk's CRC is seeded from the file's nonce and the chunk's place,
+ * so a zeroed chunk with a zeroed entry, or a chunk moved with its entry to
+ * another place or file, does not check. */
+static inline uint32_t chunk_crc(const crpm_container *c, uint32_t phys, uint64_t j, const void *p, uint64_t n)
+{
+    uint32_t seed = ~((uint32_t)c->sb.nonce ^ (uint32_t)(c->sb.nonce >> 32) ^ (phys * 0x9E3779B1u) ^
+                      ((uint32_t)j * 0x85EBCA77u));
+    return crc32_iscsi((unsigned char *)p, (int)n, seed);
+}
+
+/* Bytes of a physical segment: its data, then its CRC table rounded up to a
+ * page (64 B for segments below a page, to keep small test files small). */
+static uint64_t stride_for(uint64_t seg, uint64_t chunk)
+{
+    if (!chunk)
+        return seg;
+    uint64_t tab = seg / chunk * 4, align = seg >= 4096 ? 4096 : 64;
+    return seg + (tab + align - 1) / align * align;
+}
+
+static uint64_t chunk_for(uint64_t seg, uint64_t blk)
+{
+    uint64_t ch = blk > CRPM_CRC_MIN_CHUNK ? blk : CRPM_CRC_MIN_CHUNK;
+    return ch < seg ? ch : seg;
 }
 
 static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
@@ -63,7 +98,44 @@ int crpm_write_commit(crpm_container *c, uint64_t epoch, int in_progress)
 
 char *crpm_seg_addr(crpm_container *c, uint32_t phys)
 {
-    return c->media.base + c->sb.data_offset + (uint64_t)phys * c->sb.segment_size;
+    return c->media.base + c->sb.data_offset + (uint64_t)phys * c->sb.seg_stride;
+}
+
+static uint32_t *crc_table(const crpm_container *c, uint32_t phys)
+{
+    return (uint32_t *)(c->media.base + c->sb.data_offset + (uint64_t)phys * c->sb.seg_stride + c->sb.segment_size);
+}
+
+void crpm_crc_compute(crpm_container *c, uint32_t phys, const char *data, uint64_t len, uint64_t c0, uint64_t c1)
+{
+    uint64_t ch = c->sb.crc_chunk;
+    uint32_t *tab = crc_table(c, phys);
+    for (uint64_t j = c0; ch && j < c1; j++) {
+        uint64_t o = j * ch, l = len - o < ch ? len - o : ch;
+        tab[j] = chunk_crc(c, phys, j, data + o, l);
+    }
+}
+
+void crpm_crc_flush(crpm_container *c, uint32_t phys, uint64_t c0, uint64_t c1)
+{
+    if (c->sb.crc_chunk && c0 < c1)
+        crpm_persist_flush(&c->media, crc_table(c, phys) + c0, (c1 - c0) * sizeof(uint32_t));
+}
+
+void crpm_crc_trust_committed(crpm_container *c)
+{
+    if (c->used_cap)
+        memset(c->crc_len, 0, c->used_cap * sizeof *c->crc_len);
+    uint64_t seg = c->sb.segment_size;
+    for (int i = 0; i < c->nregions; i++) {
+        const crpm_region *r = &c->regions[i];
+        uint64_t bytes = r->count * r->elem_size;
+        for (uint64_t k = 0; r->saved && k < r->nsegs; k++) {
+            const crpm_seg *s = &r->segs[k];
+            if (s->state && s->phys[s->state - 1] < c->used_cap)
+                c->crc_len[s->phys[s->state - 1]] = (uint32_t)(bytes - k * seg < seg ? bytes - k * seg : seg);
+        }
+    }
 }
 
 static uint64_t nsegs_for(uint64_t bytes, uint64_t seg)
@@ -283,10 +355,14 @@ static int ensure_used_cap(crpm_container *c, uint64_t n)
     uint32_t *r = realloc(c->reserved, n * sizeof *r);
     if (r)
         c->reserved = r;
-    if (!u || !r)
+    uint32_t *l = realloc(c->crc_len, n * sizeof *l);
+    if (l)
+        c->crc_len = l;
+    if (!u || !r || !l)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     memset(u + c->used_cap, 0, n - c->used_cap);
     memset(r + c->used_cap, 0, (n - c->used_cap) * sizeof *r);
+    memset(l + c->used_cap, 0, (n - c->used_cap) * sizeof *l);
     c->used_cap = n;
     return CRPM_SUCCESS;
 }
@@ -295,8 +371,12 @@ int crpm_reserve_seg(crpm_container *c, uint32_t phys, uint64_t len)
 {
     if (c->reserved[phys] >= len)
         return CRPM_SUCCESS;
-    uint64_t off = c->sb.data_offset + (uint64_t)phys * c->sb.segment_size;
-    int rc = c->media.ops->reserve(&c->media, off, len);
+    uint64_t off = c->sb.data_offset + (uint64_t)phys * c->sb.seg_stride;
+    int rc = CRPM_SUCCESS;
+    if (c->reserved[phys] == 0 && c->sb.seg_stride > c->sb.segment_size) /* the CRC table, once */
+        rc = c->media.ops->reserve(&c->media, off + c->sb.segment_size, c->sb.seg_stride - c->sb.segment_size);
+    if (rc == 0)
+        rc = c->media.ops->reserve(&c->media, off, len);
     if (rc == 0)
         c->reserved[phys] = (uint32_t)len;
     return rc;
@@ -329,7 +409,7 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
         int rc = parse_slot(c, epoch, &regs, &n, &user_id, &nphys);
         if (rc)
             return rc;
-        uint64_t need = c->sb.data_offset + nphys * c->sb.segment_size;
+        uint64_t need = c->sb.data_offset + nphys * c->sb.seg_stride;
         if (need > c->media.size) {
             for (int i = 0; i < n; i++) free(regs[i].segs);
             free(regs);
@@ -403,25 +483,26 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
     if (refs != marked)
         return crpm_error(CRPM_ERR_CORRUPT, "%s: metadata of epoch %llu shares a segment between two copies",
                           c->path, (unsigned long long)epoch);
+    crpm_crc_trust_committed(c);
     return CRPM_SUCCESS;
 }
 
 int crpm_grow_pool(crpm_container *c, uint64_t min_nphys)
 {
-    if (min_nphys <= c->nphys && c->sb.data_offset + min_nphys * c->sb.segment_size <= c->media.size)
+    if (min_nphys <= c->nphys && c->sb.data_offset + min_nphys * c->sb.seg_stride <= c->media.size)
         return ensure_used_cap(c, c->nphys);
     uint64_t n = c->nphys + c->nphys / 2;
     if (n < min_nphys) n = min_nphys;
     if (n < c->nphys + 4) n = c->nphys + 4;
     if (n >= CRPM_NO_PHYS)
         return crpm_error(CRPM_ERR_RANGE, "%s: too many segments", c->path);
-    uint64_t bytes = c->sb.data_offset + n * c->sb.segment_size;
+    uint64_t bytes = c->sb.data_offset + n * c->sb.seg_stride;
     if (bytes > c->media.size) {
         int rc = c->media.ops->resize(&c->media, bytes);
         if (rc)
             return rc;
     }
-    c->nphys = (c->media.size - c->sb.data_offset) / c->sb.segment_size;
+    c->nphys = (c->media.size - c->sb.data_offset) / c->sb.seg_stride;
     return ensure_used_cap(c, c->nphys);
 }
 
@@ -463,6 +544,8 @@ static int create_file(crpm_container *c, const crpm_open_opts *o, uint64_t seg,
     sb->super_size = sizeof *sb;
     sb->segment_size = seg;
     sb->block_size = blk;
+    sb->crc_chunk = o->no_checksums ? 0 : chunk_for(seg, blk);
+    sb->seg_stride = stride_for(seg, sb->crc_chunk);
     sb->slot_size = slot_size_for(seg, o->slot_size);
     sb->slot_offset[0] = CRPM_HDR_SIZE;
     sb->slot_offset[1] = CRPM_HDR_SIZE + sb->slot_size;
@@ -473,6 +556,13 @@ static int create_file(crpm_container *c, const crpm_open_opts *o, uint64_t seg,
     sb->nranks = o->nranks;
     if (o->job_name)
         snprintf(sb->job_name, sizeof sb->job_name, "%s", o->job_name);
+    if (o->run_id) {
+        memcpy(sb->run_id, o->run_id, CRPM_RUN_ID_LEN);
+    } else if (getrandom(sb->run_id, CRPM_RUN_ID_LEN, 0) != CRPM_RUN_ID_LEN) {
+        uint64_t a = random_nonce(), b = random_nonce() ^ sb->nonce;
+        memcpy(sb->run_id, &a, 8);
+        memcpy(sb->run_id + 8, &b, 8);
+    }
     sb->crc = super_crc(sb);
 
     char *hdr = calloc(1, CRPM_HDR_SIZE);
@@ -504,12 +594,20 @@ static int validate_super(crpm_container *c, const crpm_open_opts *o, uint64_t s
     memcpy(sb, c->media.base, sizeof *sb);
     if (memcmp(sb->magic, CRPM_MAGIC, 8) != 0)
         return crpm_error(CRPM_ERR_FORMAT, "%s is not a libcrpm container (bad magic)", c->path);
+    if (sb->version == 1)
+        return crpm_error(CRPM_ERR_VERSION,
+                          "%s has format version 1 (an older libcrpm, without data checksums); this library reads "
+                          "version %u only: restart it with the libcrpm that wrote it, or start afresh",
+                          c->path, CRPM_FORMAT_VERSION);
     if (sb->version != CRPM_FORMAT_VERSION)
         return crpm_error(CRPM_ERR_VERSION, "%s has format version %u; this library reads version %u",
                           c->path, sb->version, CRPM_FORMAT_VERSION);
     if (sb->super_size != sizeof *sb || super_crc(sb) != sb->crc)
         return crpm_error(CRPM_ERR_CORRUPT, "%s: superblock checksum mismatch", c->path);
     if (!is_pow2(sb->segment_size) || !is_pow2(sb->block_size) || sb->block_size > sb->segment_size ||
+        (sb->crc_chunk && (!is_pow2(sb->crc_chunk) || sb->crc_chunk < sb->block_size ||
+                           sb->crc_chunk > sb->segment_size)) ||
+        sb->seg_stride != stride_for(sb->segment_size, sb->crc_chunk) ||
         sb->slot_offset[0] != CRPM_HDR_SIZE || sb->slot_offset[1] != CRPM_HDR_SIZE + sb->slot_size ||
         sb->data_offset != CRPM_HDR_SIZE + 2 * sb->slot_size)
         return crpm_error(CRPM_ERR_CORRUPT, "%s: superblock describes an impossible layout", c->path);
@@ -527,6 +625,15 @@ static int validate_super(crpm_container *c, const crpm_open_opts *o, uint64_t s
                           sb->nranks, o->nranks);
     if (o->nranks > 0 && sb->rank != o->rank)
         return crpm_error(CRPM_ERR_IDENTITY, "%s belongs to rank %d, not rank %d", c->path, sb->rank, o->rank);
+    if (o->run_id && memcmp(o->run_id, sb->run_id, CRPM_RUN_ID_LEN) != 0) {
+        char have[2 * CRPM_RUN_ID_LEN + 1], want[2 * CRPM_RUN_ID_LEN + 1];
+        for (int i = 0; i < CRPM_RUN_ID_LEN; i++) {
+            snprintf(have + 2 * i, 3, "%02x", sb->run_id[i]);
+            snprintf(want + 2 * i, 3, "%02x", o->run_id[i]);
+        }
+        return crpm_error(CRPM_ERR_IDENTITY, "%s belongs to another run of job '%.*s' (run %s, this run is %s)",
+                          c->path, (int)sizeof sb->job_name, sb->job_name, have, want);
+    }
     if (c->media.size < sb->data_offset)
         return crpm_error(CRPM_ERR_TRUNCATED, "%s is truncated (%zu bytes, metadata needs %llu)", c->path,
                           c->media.size, (unsigned long long)sb->data_offset);
@@ -558,7 +665,7 @@ static void compute_prev(crpm_container *c)
     int n;
     uint64_t uid, nphys;
     if (parse_slot(c, c->epoch - 1, &regs, &n, &uid, &nphys) == 0) {
-        c->prev_ok = c->sb.data_offset + nphys * c->sb.segment_size <= c->media.size;
+        c->prev_ok = c->sb.data_offset + nphys * c->sb.seg_stride <= c->media.size;
         for (int i = 0; i < n; i++) free(regs[i].segs);
         free(regs);
     }
@@ -737,7 +844,7 @@ int crpm_format_open(const crpm_open_opts *o, crpm_container **out, int *created
             rc = read_commit(c);
     }
     if (rc == 0) {
-        c->nphys = (c->media.size - c->sb.data_offset) / c->sb.segment_size;
+        c->nphys = (c->media.size - c->sb.data_offset) / c->sb.seg_stride;
         rc = crpm_load_slot(c, c->epoch);
     }
     if (rc)
@@ -755,6 +862,7 @@ fail_nomap:
     free(c->snap);
     free(c->snap_off);
     free(c->rindex);
+    free(c->crc_len);
     free(c->path);
     free(c);
     return rc;
@@ -772,6 +880,7 @@ void crpm_format_close(crpm_container *c)
     free(c->snap);
     free(c->snap_off);
     free(c->rindex);
+    free(c->crc_len);
     free(c->path);
     free(c);
 }
@@ -782,6 +891,12 @@ uint64_t crpm_container_user_id(const crpm_container *c) { return c->user_id; }
 crpm_media *crpm_container_media(crpm_container *c) { return &c->media; }
 uint64_t crpm_container_segment_size(const crpm_container *c) { return c->sb.segment_size; }
 uint64_t crpm_container_block_size(const crpm_container *c) { return c->sb.block_size; }
+int crpm_container_has_checksums(const crpm_container *c) { return c->sb.crc_chunk != 0; }
+
+void crpm_container_run_id(const crpm_container *c, uint8_t out[CRPM_RUN_ID_LEN])
+{
+    memcpy(out, c->sb.run_id, CRPM_RUN_ID_LEN);
+}
 
 void crpm_container_identity(const crpm_container *c, char *job, size_t len, int32_t *rank, int32_t *nranks)
 {
@@ -842,18 +957,91 @@ int crpm_container_region(const crpm_container *c, int idx, crpm_array *out)
     return CRPM_SUCCESS;
 }
 
+static int bad_chunk(const crpm_container *c, const crpm_region *r, uint64_t off, uint32_t phys)
+{
+    return crpm_error(CRPM_ERR_CORRUPT,
+                      "%s: checkpoint data is corrupt: array id %d, byte offset %llu (epoch %llu, CRC32C mismatch "
+                      "in physical segment %u)",
+                      c->path, r->id, (unsigned long long)off, (unsigned long long)c->epoch, phys);
+}
+
+/* Copies in pieces that stay in L2 and checks each chunk's CRC on the copy
+ * just written, so the data is read from the container once. */
+#define VERIFY_PIECE (64u << 10)
+
 int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
 {
-    uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size;
+    uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size, ch = c->sb.crc_chunk;
     for (uint64_t k = 0; k < r->nsegs; k++) {
         uint64_t off = k * seg, len = bytes - off < seg ? bytes - off : seg;
         const crpm_seg *s = &r->segs[k];
         if (s->state == 0)
             return crpm_error(CRPM_ERR_CORRUPT, "%s: region %d segment %llu has no data", c->path, r->id,
                               (unsigned long long)k);
-        memcpy((char *)dst + off, crpm_seg_addr(c, s->phys[s->state - 1]), len);
+        uint32_t phys = s->phys[s->state - 1];
+        const char *src = crpm_seg_addr(c, phys);
+        char *d = (char *)dst + off;
+        if (!ch) {
+            memcpy(d, src, len);
+            continue;
+        }
+        const uint32_t *tab = crc_table(c, phys);
+        uint64_t piece = VERIFY_PIECE > ch ? VERIFY_PIECE : ch;
+        for (uint64_t o = 0; o < len; o += piece) {
+            uint64_t n = len - o < piece ? len - o : piece;
+            memcpy(d + o, src + o, n);
+            for (uint64_t p = o; p < o + n; p += ch) {
+                uint64_t l = len - p < ch ? len - p : ch;
+                if (chunk_crc(c, phys, p / ch, d + p, l) != tab[p / ch])
+                    return bad_chunk(c, r, off + p, phys);
+            }
+        }
     }
     return CRPM_SUCCESS;
+}
+
+int crpm_container_verify(const crpm_container *c, FILE *out)
+{
+    uint64_t seg = c->sb.segment_size, ch = c->sb.crc_chunk, bad = 0, chunks = 0;
+    int rc = CRPM_SUCCESS;
+    char first[1024] = "";
+    if (!ch) {
+        if (out)
+            fprintf(out, "data checksums: none (container created without them)\n");
+        return CRPM_SUCCESS;
+    }
+    for (int i = 0; i < c->nregions; i++) {
+        const crpm_region *r = &c->regions[i];
+        uint64_t bytes = r->count * r->elem_size;
+        for (uint64_t k = 0; r->saved && k < r->nsegs; k++) {
+            uint64_t off = k * seg, len = bytes - off < seg ? bytes - off : seg;
+            const crpm_seg *s = &r->segs[k];
+            if (s->state == 0)
+                continue; /* reported by recovery as missing data */
+            uint32_t phys = s->phys[s->state - 1];
+            const char *src = crpm_seg_addr((crpm_container *)c, phys);
+            const uint32_t *tab = crc_table(c, phys);
+            for (uint64_t p = 0; p < len; p += ch) {
+                uint64_t l = len - p < ch ? len - p : ch;
+                chunks++;
+                if (chunk_crc(c, phys, p / ch, src + p, l) == tab[p / ch])
+                    continue;
+                if (out && bad < 100)
+                    fprintf(out, "  BAD: array id %d, byte offset %llu (%llu bytes), physical segment %u\n", r->id,
+                            (unsigned long long)(off + p), (unsigned long long)l, phys);
+                if (!bad++) {
+                    rc = bad_chunk(c, r, off + p, phys);
+                    snprintf(first, sizeof first, "%s", crpm_last_error());
+                }
+            }
+        }
+    }
+    if (out)
+        fprintf(out, "data checksums: %llu chunks of %llu bytes checked, %llu bad\n", (unsigned long long)chunks,
+                (unsigned long long)ch, (unsigned long long)bad);
+    if (bad)
+        crpm_error(CRPM_ERR_CORRUPT, "%llu corrupt data chunk(s); the first: %s", (unsigned long long)bad, first);
+    return rc;
 }
 
 int crpm_container_read_region(const crpm_container *c, int idx, void *dst)
@@ -877,6 +1065,11 @@ int crpm_container_read_region(const crpm_container *c, int idx, void *dst)
 
 int crpm_inspect_file(const char *path, FILE *out)
 {
+    return crpm_inspect_file_verify(path, out, 0);
+}
+
+int crpm_inspect_file_verify(const char *path, FILE *out, int verify)
+{
     crpm_open_opts o = {.path = path, .read_only = 1};
     crpm_container *c;
     int rc = crpm_format_open(&o, &c, NULL);
@@ -891,6 +1084,14 @@ int crpm_inspect_file(const char *path, FILE *out)
     fprintf(out, "rank:           %d of %d\n", sb->rank, sb->nranks);
     fprintf(out, "segment size:   %llu\n", (unsigned long long)sb->segment_size);
     fprintf(out, "block size:     %llu\n", (unsigned long long)sb->block_size);
+    if (sb->crc_chunk)
+        fprintf(out, "data checksums: CRC32C per %llu bytes\n", (unsigned long long)sb->crc_chunk);
+    else
+        fprintf(out, "data checksums: none\n");
+    fprintf(out, "run id:         ");
+    for (int i = 0; i < CRPM_RUN_ID_LEN; i++)
+        fprintf(out, "%02x", sb->run_id[i]);
+    fputc('\n', out);
     fprintf(out, "file size:      %zu (metadata %llu, %llu data segments)\n", c->media.size,
             (unsigned long long)sb->data_offset, (unsigned long long)c->nphys);
     fprintf(out, "superblock:     checksum ok\n");
@@ -916,6 +1117,11 @@ int crpm_inspect_file(const char *path, FILE *out)
                 (unsigned long long)nb);
     }
     fprintf(out, "protected:      %llu bytes\n", (unsigned long long)total);
+    if (verify && (rc = crpm_container_verify(c, out)) != 0) {
+        fprintf(out, "status:         CORRUPT: %s\n", crpm_last_error());
+        crpm_format_close(c);
+        return rc;
+    }
     fprintf(out, "status:         OK\n");
     crpm_format_close(c);
     return CRPM_SUCCESS;
