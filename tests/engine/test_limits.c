@@ -157,7 +157,10 @@ static int many(const char *dir, int n, int beyond)
     unlink(path);
     printf("%d arrays: protect %.3f s, checkpoint %.3f s, reopen + protect + recover %.3f s\n", n, t1 - t0,
            t2 - t1, t4 - t3);
-    CHECK(t4 - t0 < 20.0, "%d arrays took %.1f s", n, t4 - t0);
+    /* generous bounds (a shared, loaded machine): protecting with a linear id
+     * search took 15 s for the first protects, 11 s for the second */
+    CHECK(t1 - t0 < 3.0 && t4 - t3 < 8.0, "protecting %d arrays is not O(1) amortised", n);
+    CHECK(t4 - t0 < 60.0, "%d arrays took %.1f s", n, t4 - t0);
     free(v);
     return 0;
 }

@@ -60,7 +60,7 @@ def live(a, work):
         while w.poll() is None and time.time() - t0 < 11:
             ids.add(export_and_check(a, container, os.path.join(work, "e.h5")))
             exports += 1
-            p = run([a.inspect, container], expect=None)
+            p = run([a.inspect] + (["--verify"] if inspects % 2 else []) + [container], expect=None)
             check(p.returncode == 0 and "status:         OK" in p.stdout,
                   "crpm-inspect reported a healthy live container as bad:\n%s%s" % (p.stdout, p.stderr))
             inspects += 1
