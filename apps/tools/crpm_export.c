@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static void usage(FILE *out)
 {
@@ -117,11 +118,17 @@ static int fetch(void *arg, int entry, int idx, void *dst)
     return crpm_container_read_region(in->v[entry].c, idx, dst);
 }
 
+/* Opens x read-only (a live job may be writing it) and takes a consistent
+ * snapshot of its committed epoch; again on a later call. */
 static int load(input *x)
 {
-    crpm_open_opts o = { .path = x->path, .persistence = CRPM_PERSIST_MSYNC, .create = 0 };
-    int rc = crpm_format_open(&o, &x->c, NULL);
-    if (rc != CRPM_SUCCESS)
+    int rc;
+    if (!x->c) {
+        crpm_open_opts o = { .path = x->path, .read_only = 1 };
+        if ((rc = crpm_format_open(&o, &x->c, NULL)) != CRPM_SUCCESS)
+            return rc;
+    }
+    if ((rc = crpm_container_snapshot(x->c)) != CRPM_SUCCESS)
         return rc;
     crpm_container_identity(x->c, x->job, sizeof x->job, &x->rank, &x->nranks);
     x->epoch = crpm_container_epoch(x->c);
@@ -129,6 +136,7 @@ static int load(input *x)
     if (x->epoch == 0)
         return crpm_error(CRPM_ERR_NOCKPT, "%s: no committed checkpoint", x->path);
     x->nregions = crpm_container_nregions(x->c);
+    free(x->regions);
     x->regions = calloc((size_t)(x->nregions > 0 ? x->nregions : 1), sizeof *x->regions);
     if (!x->regions)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
@@ -139,6 +147,40 @@ static int load(input *x)
         x->regions[i] = (crpm_array){ info.id, info.type_code, info.elem_size, info.count, NULL, NULL };
     }
     return CRPM_SUCCESS;
+}
+
+/* Snapshots of every input; returns 1 on a failure (reported). */
+static int load_all(inputs *in, uint64_t *min_epoch, uint64_t *max_epoch, uint64_t *bytes)
+{
+    *min_epoch = UINT64_MAX;
+    *max_epoch = 0;
+    *bytes = 0;
+    for (int i = 0; i < in->n; i++) {
+        input *x = &in->v[i];
+        int rc = load(x);
+        if (rc != CRPM_SUCCESS) {
+            fprintf(stderr, "crpm-export: %s: %s: %s\n", x->path, crpm_strerror(rc), crpm_last_error());
+            return 1;
+        }
+        const input *f = &in->v[0];
+        if (strcmp(x->job, f->job) != 0 || x->nranks != f->nranks) {
+            fprintf(stderr, "crpm-export: %s belongs to job '%s' with %d ranks, %s to job '%s' with %d ranks\n",
+                    x->path, x->job, (int)x->nranks, f->path, f->job, (int)f->nranks);
+            return 1;
+        }
+        for (int j = 0; j < i; j++)
+            if (in->v[j].rank == x->rank) {
+                fprintf(stderr, "crpm-export: %s and %s are both rank %d\n", in->v[j].path, x->path, (int)x->rank);
+                return 1;
+            }
+        if (x->epoch < *min_epoch)
+            *min_epoch = x->epoch;
+        if (x->epoch > *max_epoch)
+            *max_epoch = x->epoch;
+        for (int k = 0; k < x->nregions; k++)
+            *bytes += x->regions[k].count * x->regions[k].elem_size;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -179,33 +221,16 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    int status = 0;
-    uint64_t min_epoch = UINT64_MAX, max_epoch = 0, bytes = 0;
-    for (int i = 0; i < in.n && !status; i++) {
-        input *x = &in.v[i];
-        int rc = load(x);
-        if (rc != CRPM_SUCCESS) {
-            fprintf(stderr, "crpm-export: %s: %s: %s\n", x->path, crpm_strerror(rc), crpm_last_error());
-            status = 1;
+    int status;
+    uint64_t min_epoch, max_epoch, bytes;
+    /* On a live job the ranks commit one after the other: a set one epoch
+     * apart may settle if read again. */
+    for (int tries = 0;; tries++) {
+        status = load_all(&in, &min_epoch, &max_epoch, &bytes);
+        if (status || min_epoch == max_epoch || tries == 20)
             break;
-        }
-        const input *f = &in.v[0];
-        if (strcmp(x->job, f->job) != 0 || x->nranks != f->nranks) {
-            fprintf(stderr, "crpm-export: %s belongs to job '%s' with %d ranks, %s to job '%s' with %d ranks\n",
-                    x->path, x->job, (int)x->nranks, f->path, f->job, (int)f->nranks);
-            status = 1;
-        }
-        for (int j = 0; j < i && !status; j++)
-            if (in.v[j].rank == x->rank) {
-                fprintf(stderr, "crpm-export: %s and %s are both rank %d\n", in.v[j].path, x->path, (int)x->rank);
-                status = 1;
-            }
-        if (x->epoch < min_epoch)
-            min_epoch = x->epoch;
-        if (x->epoch > max_epoch)
-            max_epoch = x->epoch;
-        for (int k = 0; k < x->nregions; k++)
-            bytes += x->regions[k].count * x->regions[k].elem_size;
+        struct timespec pause = { 0, 20000000 };
+        nanosleep(&pause, NULL);
     }
     /* Ranks one epoch apart are normal after a crash mid-checkpoint, but such
      * a set is not one consistent global state. */

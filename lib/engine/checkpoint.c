@@ -25,11 +25,58 @@ static double mono(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* ---- id -> region index ---------------------------------------------------
+ * Open addressing over region indices, so protecting N arrays is O(N), not
+ * O(N^2).  The region table is rebuilt by loads (crpm_free_regions marks the
+ * index stale) and compacted by commits (nregions shrinks): whenever it no
+ * longer describes exactly regions[0, nregions) it is rebuilt. */
+static uint32_t id_slot(int32_t id, uint32_t mask)
+{
+    return ((uint32_t)id * 2654435761u) >> 7 & mask;
+}
+
+static void index_put(crpm_container *c, int i)
+{
+    uint32_t mask = c->rindex_cap - 1, h = id_slot(c->regions[i].id, mask);
+    while (c->rindex[h] >= 0)
+        h = (h + 1) & mask;
+    c->rindex[h] = i;
+}
+
+static int index_sync(crpm_container *c, int extra)
+{
+    int want = c->nregions + extra;
+    if (c->rindex && c->rindex_n == c->nregions && (uint64_t)want * 2 <= c->rindex_cap)
+        return 0;
+    uint32_t cap = 64;
+    while ((uint64_t)cap < (uint64_t)want * 4)
+        cap *= 2;
+    if (cap != c->rindex_cap || !c->rindex) {
+        int32_t *x = realloc(c->rindex, cap * sizeof *x);
+        if (!x)
+            return -1;
+        c->rindex = x;
+        c->rindex_cap = cap;
+    }
+    memset(c->rindex, 0xff, cap * sizeof *c->rindex);
+    for (int i = 0; i < c->nregions; i++)
+        index_put(c, i);
+    c->rindex_n = c->nregions;
+    return 0;
+}
+
 static crpm_region *find_region(crpm_container *c, int32_t id)
 {
-    for (int i = 0; i < c->nregions; i++)
-        if (c->regions[i].id == id)
-            return &c->regions[i];
+    if (index_sync(c, 1) != 0) { /* no memory for the index: search */
+        for (int i = 0; i < c->nregions; i++)
+            if (c->regions[i].id == id)
+                return &c->regions[i];
+        return NULL;
+    }
+    uint32_t mask = c->rindex_cap - 1;
+    for (uint32_t h = id_slot(id, mask); c->rindex[h] >= 0; h = (h + 1) & mask)
+        if (c->regions[c->rindex[h]].id == id)
+            return &c->regions[c->rindex[h]];
     return NULL;
 }
 
@@ -59,6 +106,10 @@ int crpm_container_protect(crpm_container *c, int32_t id, void *ptr, uint64_t co
         r = &c->regions[c->nregions++];
         memset(r, 0, sizeof *r);
         r->id = id;
+        if (c->rindex && c->rindex_n == c->nregions - 1) { /* find_region left room for one */
+            index_put(c, c->nregions - 1);
+            c->rindex_n = c->nregions;
+        }
     }
     if (r->p_count * r->p_elem_size != count * elem_size)
         r->stale_valid = 0;
@@ -70,11 +121,26 @@ int crpm_container_protect(crpm_container *c, int32_t id, void *ptr, uint64_t co
     r->p_count = count;
     r->p_elem_size = elem_size;
     r->p_type_code = type_code;
-    /* memory the kernel will not track is simply compared */
-    r->tracked = c->trk && count && crpm_tracker_add(c->trk, ptr, count * elem_size) == 0;
-    if (c->trk && !r->tracked)
-        crpm_error(0, "%s", "");
+    /* memory the kernel does not track completely is simply compared */
+    r->untracked = NULL;
+    if (c->trk && count) {
+        r->untracked = crpm_tracker_memory_check(c->trk, ptr, count * elem_size);
+        if (!r->untracked && crpm_tracker_add(c->trk, ptr, count * elem_size) != 0)
+            r->untracked = "the kernel refused to write-protect it";
+        crpm_error_clear();
+    }
+    r->tracked = c->trk && count && !r->untracked;
     return CRPM_SUCCESS;
+}
+
+const char *crpm_container_untracked_reason(const crpm_container *c, int32_t id)
+{
+    const crpm_region *r = find_region((crpm_container *)c, id);
+    if (!c->want_tracking || !r || !r->p_elem_size)
+        return NULL;
+    if (!c->trk)
+        return c->track_msg;
+    return r->untracked;
 }
 
 int crpm_container_unprotect(crpm_container *c, int32_t id)
@@ -142,11 +208,58 @@ typedef struct ck_stats {
     uint64_t compared, written, blocks;
 } ck_stats;
 
-static void write_run(crpm_container *c, char *dst, const char *src, size_t len, uint64_t blk, ck_stats *st)
+/* The copy of a segment being brought up to date, and its CRC table: the
+ * CRCs of the chunks a run touches are computed from the source just copied
+ * (still in cache); when the table is not known to describe this copy at
+ * this length (crc_len), the whole table is rewritten at the end instead. */
+typedef struct seg_write {
+    crpm_container *c;
+    uint32_t phys;
+    char *dst;
+    const char *src;
+    uint64_t len;
+    uint64_t first_chunk, next_chunk; /* CRCs stored in [first_chunk, next_chunk) */
+    int whole_table;
+} seg_write;
+
+static seg_write seg_write_start(crpm_container *c, uint32_t phys, const char *src, uint64_t len)
 {
-    crpm_persist_copy(&c->media, dst, src, len);
+    seg_write x = {c, phys, crpm_seg_addr(c, phys), src, len, UINT64_MAX, 0, c->crc_len[phys] != len};
+    return x;
+}
+
+/* Stores the CRCs the copy still lacks; the copy then equals src over len bytes. */
+static void seg_write_end(seg_write *x)
+{
+    crpm_container *c = x->c;
+    if (c->sb.crc_chunk && x->whole_table) {
+        x->first_chunk = 0;
+        x->next_chunk = (x->len + c->sb.crc_chunk - 1) / c->sb.crc_chunk;
+        crpm_crc_compute(c, x->phys, x->src, x->len, 0, x->next_chunk);
+    }
+    if (x->first_chunk < x->next_chunk)
+        crpm_crc_flush(c, x->phys, x->first_chunk, x->next_chunk);
+    c->crc_len[x->phys] = (uint32_t)x->len;
+}
+
+/* Writes bytes [o, o + len) of the segment (block aligned). */
+static void write_run(seg_write *x, uint64_t o, uint64_t len, uint64_t blk, ck_stats *st)
+{
+    crpm_container *c = x->c;
+    crpm_persist_copy(&c->media, x->dst + o, x->src + o, len);
     st->written += len;
     st->blocks += (len + blk - 1) / blk;
+    uint64_t ch = c->sb.crc_chunk;
+    if (ch && !x->whole_table) {
+        uint64_t c0 = o / ch, c1 = (o + len + ch - 1) / ch;
+        if (c0 < x->next_chunk)
+            c0 = x->next_chunk; /* a chunk shared with the previous run */
+        if (c0 < c1)
+            crpm_crc_compute(c, x->phys, x->src, x->len, c0, c1);
+        if (x->first_chunk == UINT64_MAX)
+            x->first_chunk = c0;
+        x->next_chunk = c1;
+    }
 }
 
 /* Bits [from, to) of word w, as a mask. */
@@ -208,13 +321,17 @@ static int write_segment(crpm_container *c, crpm_seg *s, const char *src, uint64
             return rc;
         st->written += len;
         st->blocks += (len + blk - 1) / blk;
+        c->crc_len[p] = 0;
+        seg_write x = seg_write_start(c, p, src, len);
+        seg_write_end(&x);
         s->state = (uint32_t)other + 1;
         return CRPM_SUCCESS;
     }
     int rc = crpm_reserve_seg(c, s->phys[other], len); /* the region may have grown */
     if (rc)
         return rc;
-    char *dst = crpm_seg_addr(c, s->phys[other]);
+    seg_write x = seg_write_start(c, s->phys[other], src, len);
+    const char *dst = x.dst;
     uint64_t run = 0, start = 0, nblocks = (len + blk - 1) / blk;
     for (uint64_t i = 0; i < nblocks; i++) {
         uint64_t off = i * blk, n = len - off < blk ? len - off : blk;
@@ -226,12 +343,13 @@ static int write_segment(crpm_container *c, crpm_seg *s, const char *src, uint64
                 continue;
         }
         if (run) {
-            write_run(c, dst + start, src + start, run, blk, st);
+            write_run(&x, start, run, blk, st);
             run = 0;
         }
     }
     if (run)
-        write_run(c, dst + start, src + start, run, blk, st);
+        write_run(&x, start, run, blk, st);
+    seg_write_end(&x);
     s->state = (uint32_t)other + 1;
     return CRPM_SUCCESS;
 }
@@ -541,7 +659,8 @@ static int tracked_segment(crpm_container *c, crpm_region *r, crpm_seg *s, const
     int rc = crpm_reserve_seg(c, s->phys[other], len); /* the region may have grown */
     if (rc)
         return rc;
-    char *dst = crpm_seg_addr(c, s->phys[other]);
+    seg_write x = seg_write_start(c, s->phys[other], src, len);
+    const char *dst = x.dst;
     uint64_t rs = 0, re = 0; /* pending run of differing bytes [rs, re) */
     it = walk_start(W, S, WALK_OR, b0, b1);
     ahead = prefetch_start(it, src, dst, blk, len);
@@ -551,7 +670,7 @@ static int tracked_segment(crpm_container *c, crpm_region *r, crpm_seg *s, const
         if ((S[b / 64] >> (b % 64) & 1) && !cmp_block(src, dst, b - b0, blk, len, st))
             continue; /* blocks outside S differ: they are in D */
         if (re > rs && o != re) {
-            write_run(c, dst + rs, src + rs, re - rs, blk, st);
+            write_run(&x, rs, re - rs, blk, st);
             re = rs;
         }
         if (re == rs)
@@ -559,7 +678,8 @@ static int tracked_segment(crpm_container *c, crpm_region *r, crpm_seg *s, const
         re = o + n;
     }
     if (re > rs)
-        write_run(c, dst + rs, src + rs, re - rs, blk, st);
+        write_run(&x, rs, re - rs, blk, st);
+    seg_write_end(&x);
     s->state = (uint32_t)other + 1;
     merge_bits(S, W, b0, b1, 1);
     return CRPM_SUCCESS;
@@ -576,12 +696,16 @@ static int checkpoint_region(crpm_container *c, crpm_region *r, crpm_seg *segs, 
         uint64_t b0 = k * bps, b1 = b0 + (len + blk - 1) / blk;
         crpm_seg *s = &segs[k];
         int rc;
-        if (s->state && tracked) {
+        /* a segment whose length changed is rewritten: the committed copy's
+         * last CRC describes its old length */
+        uint64_t saved_len = r->saved && k < r->nsegs ? r->count * r->elem_size - off : 0;
+        int resized = (saved_len < seg ? saved_len : seg) != len;
+        if (s->state && tracked && !resized) {
             if ((rc = tracked_segment(c, r, s, base + off, len, b0, b1, st)) != 0)
                 return rc;
             continue;
         }
-        if (s->state) {
+        if (s->state && !resized) {
             const char *cur = crpm_seg_addr(c, s->phys[s->state - 1]);
             st->compared += len;
             if (memcmp(base + off, cur, len) == 0)
@@ -597,6 +721,8 @@ static int checkpoint_region(crpm_container *c, crpm_region *r, crpm_seg *segs, 
 
 int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t *out)
 {
+    if (c->read_only)
+        return crpm_error(CRPM_ERR_STATE, "%s is open read-only", c->path);
     double t0 = mono();
     uint64_t drains0 = c->media.drains;
     uint64_t seg = c->sb.segment_size, protected_bytes = 0;
@@ -655,6 +781,7 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
             free(segs[i]);
         free(segs);
         crpm_mark_used(c); /* forget allocations of the failed attempt */
+        crpm_crc_trust_committed(c); /* the other copies' tables were partly rewritten */
         for (int i = 0; i < c->nregions; i++)
             c->regions[i].stale_valid = 0; /* the other copies were partly rewritten */
         return rc;

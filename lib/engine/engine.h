@@ -25,5 +25,10 @@ int crpm_container_recover(crpm_container *c);
 /* NULL: change tracking not asked for; "pagemap": active; otherwise the
  * reason it is not available (every block is compared instead). */
 const char *crpm_container_tracking(const crpm_container *c);
+/* With change tracking asked for: why array id is compared whole instead of
+ * tracked (its memory kind, see crpm_tracker_memory_check, or why tracking
+ * is not available at all); NULL when it is tracked, when tracking was not
+ * asked for, or when id is not protected. */
+const char *crpm_container_untracked_reason(const crpm_container *c, int32_t id);
 
 #endif

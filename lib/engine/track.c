@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -107,6 +108,8 @@ struct crpm_tracker {
      * registered range as written: find them with an extra pass */
     int hole_pass;
     pid_t pid; /* the descriptors see the opener's address space, even after fork */
+    int maps;       /* /proc/self/maps, for crpm_tracker_memory_check */
+    int maps_query; /* PROCMAP_QUERY works on it: 1, does not: 0, unknown: -1 */
 };
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -384,6 +387,8 @@ int crpm_tracker_open(crpm_tracker **out)
     if (!t)
         return crpm_error(CRPM_ERR_NOMEM, "tracker: out of memory");
     t->uffd = t->pagemap = -1;
+    t->maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    t->maps_query = -1;
     t->pid = getpid();
     long pg = sysconf(_SC_PAGESIZE);
     t->page = pg > 0 ? (uintptr_t)pg : 4096;
@@ -455,6 +460,8 @@ void crpm_tracker_close(crpm_tracker *t)
         close(t->uffd);
     if (t->pagemap >= 0)
         close(t->pagemap);
+    if (t->maps >= 0)
+        close(t->maps);
     free(t->vec);
     free(t->pend);
     free(t);
@@ -527,6 +534,102 @@ int crpm_tracker_add(crpm_tracker *t, void *ptr, size_t len)
     uintptr_t s = 0, e = 0;
     int rc = cover(t, ptr, len, &s, &e);
     return rc ? rc : add_pages(t, s, e);
+}
+
+/* ---- memory kind ----------------------------------------------------------- */
+
+#ifndef PROCMAP_QUERY /* linux/fs.h of Linux >= 6.11 */
+struct procmap_query {
+    uint64_t size, query_flags, query_addr;
+    uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+    uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+    uint64_t vma_name_addr, build_id_addr;
+};
+#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
+#define PROCMAP_QUERY_VMA_SHARED 0x08
+#endif
+_Static_assert(sizeof(struct procmap_query) == 104, "struct procmap_query is 104 bytes");
+
+static const char *why_not(int shared, int file)
+{
+    if (shared)
+        return file ? "shared file or shared-memory mapping (writable through another mapping)"
+                    : "shared anonymous mapping (writable by a forked process)";
+    return file ? "private file mapping (shows the file's changes on pages not copied yet)" : NULL;
+}
+
+/* One VMA: 1 found (*end, *why set), 0 not mapped, -1 the ioctl is not there. */
+static int query_vma(crpm_tracker *t, uintptr_t addr, uintptr_t *end, const char **why)
+{
+    struct procmap_query q;
+    memset(&q, 0, sizeof q);
+    q.size = sizeof q;
+    q.query_addr = addr;
+    if (ioctl(t->maps, PROCMAP_QUERY, &q) != 0)
+        return errno == ENOENT ? 0 : -1;
+    *end = (uintptr_t)q.vma_end;
+    *why = why_not(!!(q.vma_flags & PROCMAP_QUERY_VMA_SHARED), q.inode || q.dev_major || q.dev_minor);
+    return 1;
+}
+
+/* The same from the text of /proc/self/maps (kernels before 6.11). */
+static const char *check_by_text(uintptr_t s, uintptr_t e)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return "memory kind unknown (/proc/self/maps unreadable)";
+    char *line = NULL;
+    size_t cap = 0;
+    const char *why = "not entirely mapped";
+    uintptr_t cur = s;
+    while (cur < e && getline(&line, &cap, f) > 0) {
+        unsigned long lo, hi, inode;
+        char perms[8];
+        unsigned maj, min;
+        if (sscanf(line, "%lx-%lx %7s %*x %x:%x %lu", &lo, &hi, perms, &maj, &min, &inode) != 6 || hi <= cur)
+            continue;
+        if (lo > cur)
+            break; /* a hole */
+        const char *w = why_not(perms[3] == 's', inode || maj || min);
+        if (w) {
+            why = w;
+            break;
+        }
+        cur = hi;
+    }
+    free(line);
+    fclose(f);
+    return cur >= e ? NULL : why;
+}
+
+const char *crpm_tracker_memory_check(crpm_tracker *t, const void *ptr, size_t len)
+{
+    uintptr_t s = (uintptr_t)ptr & ~(t->page - 1), e = s;
+    if (!len)
+        return NULL;
+    if (cover(t, (void *)ptr, len, &s, &e) != 0) {
+        crpm_error_clear();
+        return "not in this process's address space";
+    }
+    if (t->maps >= 0 && t->maps_query != 0) {
+        for (uintptr_t cur = s;;) {
+            uintptr_t end = 0;
+            const char *why = NULL;
+            int found = query_vma(t, cur, &end, &why);
+            if (found < 0 && t->maps_query < 0)
+                break; /* no PROCMAP_QUERY: parse the text */
+            t->maps_query = 1;
+            if (found <= 0)
+                return "not entirely mapped";
+            if (why)
+                return why;
+            if (end >= e)
+                return NULL;
+            cur = end;
+        }
+        t->maps_query = 0;
+    }
+    return check_by_text(s, e);
 }
 
 /* ---- scan ------------------------------------------------------------------ */

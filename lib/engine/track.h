@@ -88,6 +88,16 @@ int crpm_tracker_add(crpm_tracker *t, void *ptr, size_t len);
 int crpm_tracker_scan(crpm_tracker *t, void *ptr, size_t len,
                       void (*fn)(void *arg, size_t off, size_t len), void *arg);
 
+/* NULL when every page of [ptr, ptr+len) lies in private anonymous memory,
+ * the only kind whose every CPU write goes through this process's page
+ * table; otherwise why not (a static string).  Other kinds must be compared:
+ * a shared mapping (a memfd or shm mapped twice, MAP_SHARED|MAP_ANONYMOUS
+ * after fork, an MPI shared-memory window) can be written through another
+ * mapping, and a private file mapping shows the file's later changes on the
+ * pages it has not copied yet.  Uses the PROCMAP_QUERY ioctl (Linux >= 6.11)
+ * or else parses /proc/self/maps; checked when the array is protected. */
+const char *crpm_tracker_memory_check(crpm_tracker *t, const void *ptr, size_t len);
+
 void crpm_tracker_close(crpm_tracker *t);
 
 #endif

@@ -8,7 +8,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
+#include <isa-l/crc.h>
+#include <sys/random.h>
 #include "container.h"
 #include "persist_file.h"
 
@@ -19,9 +20,43 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* ISA-L's CRC32C; metadata checksums chain calls from seed 0. */
 static uint32_t crc(const void *p, size_t n, uint32_t seed)
 {
-    return (uint32_t)crc32_z(seed, p, n);
+    const unsigned char *b = p;
+    while (n) {
+        int k = n > (1u << 30) ? 1 << 30 : (int)n;
+        seed = crc32_iscsi((unsigned char *)b, k, seed);
+        b += k;
+        n -= (size_t)k;
+    }
+    return seed;
+}
+
+/* A data chunk's CRC is seeded from the file's nonce and the chunk's place,
+ * so a zeroed chunk with a zeroed entry, or a chunk moved with its entry to
+ * another place or file, does not check. */
+static inline uint32_t chunk_crc(const crpm_container *c, uint32_t phys, uint64_t j, const void *p, uint64_t n)
+{
+    uint32_t seed = ~((uint32_t)c->sb.nonce ^ (uint32_t)(c->sb.nonce >> 32) ^ (phys * 0x9E3779B1u) ^
+                      ((uint32_t)j * 0x85EBCA77u));
+    return crc32_iscsi((unsigned char *)p, (int)n, seed);
+}
+
+/* Bytes of a physical segment: its data, then its CRC table rounded up to a
+ * page (64 B for segments below a page, to keep small test files small). */
+static uint64_t stride_for(uint64_t seg, uint64_t chunk)
+{
+    if (!chunk)
+        return seg;
+    uint64_t tab = seg / chunk * 4, align = seg >= 4096 ? 4096 : 64;
+    return seg + (tab + align - 1) / align * align;
+}
+
+static uint64_t chunk_for(uint64_t seg, uint64_t blk)
+{
+    uint64_t ch = blk > CRPM_CRC_MIN_CHUNK ? blk : CRPM_CRC_MIN_CHUNK;
+    return ch < seg ? ch : seg;
 }
 
 static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
@@ -63,7 +98,44 @@ int crpm_write_commit(crpm_container *c, uint64_t epoch, int in_progress)
 
 char *crpm_seg_addr(crpm_container *c, uint32_t phys)
 {
-    return c->media.base + c->sb.data_offset + (uint64_t)phys * c->sb.segment_size;
+    return c->media.base + c->sb.data_offset + (uint64_t)phys * c->sb.seg_stride;
+}
+
+static uint32_t *crc_table(const crpm_container *c, uint32_t phys)
+{
+    return (uint32_t *)(c->media.base + c->sb.data_offset + (uint64_t)phys * c->sb.seg_stride + c->sb.segment_size);
+}
+
+void crpm_crc_compute(crpm_container *c, uint32_t phys, const char *data, uint64_t len, uint64_t c0, uint64_t c1)
+{
+    uint64_t ch = c->sb.crc_chunk;
+    uint32_t *tab = crc_table(c, phys);
+    for (uint64_t j = c0; ch && j < c1; j++) {
+        uint64_t o = j * ch, l = len - o < ch ? len - o : ch;
+        tab[j] = chunk_crc(c, phys, j, data + o, l);
+    }
+}
+
+void crpm_crc_flush(crpm_container *c, uint32_t phys, uint64_t c0, uint64_t c1)
+{
+    if (c->sb.crc_chunk && c0 < c1)
+        crpm_persist_flush(&c->media, crc_table(c, phys) + c0, (c1 - c0) * sizeof(uint32_t));
+}
+
+void crpm_crc_trust_committed(crpm_container *c)
+{
+    if (c->used_cap)
+        memset(c->crc_len, 0, c->used_cap * sizeof *c->crc_len);
+    uint64_t seg = c->sb.segment_size;
+    for (int i = 0; i < c->nregions; i++) {
+        const crpm_region *r = &c->regions[i];
+        uint64_t bytes = r->count * r->elem_size;
+        for (uint64_t k = 0; r->saved && k < r->nsegs; k++) {
+            const crpm_seg *s = &r->segs[k];
+            if (s->state && s->phys[s->state - 1] < c->used_cap)
+                c->crc_len[s->phys[s->state - 1]] = (uint32_t)(bytes - k * seg < seg ? bytes - k * seg : seg);
+        }
+    }
 }
 
 static uint64_t nsegs_for(uint64_t bytes, uint64_t seg)
@@ -81,9 +153,32 @@ void crpm_free_regions(crpm_container *c)
     free(c->regions);
     c->regions = NULL;
     c->nregions = c->cap_regions = 0;
+    c->rindex_n = -1;
 }
 
 /* ---- metadata slots ------------------------------------------------------ */
+
+/* The slot's size is fixed when the container is created: say which part of
+ * the metadata outgrew it, and what helps. */
+static int slot_full(const crpm_container *c, uint32_t narrays, uint64_t body)
+{
+    uint64_t per_array = sizeof(struct crpm_slot_region) + sizeof(struct crpm_slot_seg);
+    uint64_t array_part = (uint64_t)narrays * sizeof(struct crpm_slot_region);
+    uint64_t room = c->sb.slot_size - sizeof(struct crpm_slot_hdr);
+    if (array_part * 2 >= body)
+        return crpm_error(CRPM_ERR_RANGE,
+                          "%s: too many protected arrays: the metadata of %u arrays needs %llu bytes, the "
+                          "container's metadata slot holds %llu (room for about %llu arrays, fixed when the "
+                          "container was created; segment_size does not change it): protect fewer, larger "
+                          "arrays (e.g. one array of structures instead of many small ones)",
+                          c->path, narrays, (unsigned long long)body, (unsigned long long)room,
+                          (unsigned long long)(room / per_array));
+    return crpm_error(CRPM_ERR_RANGE,
+                      "%s: too much protected data for the metadata slot: the segment table of %u arrays needs "
+                      "%llu bytes, the slot holds %llu (fixed when the container was created): use a larger "
+                      "segment_size for a new checkpoint directory",
+                      c->path, narrays, (unsigned long long)body, (unsigned long long)room);
+}
 
 int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_t nphys,
                     crpm_region *regs, int nregs, crpm_seg **segs)
@@ -98,10 +193,12 @@ int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_
                 nsegs_for(regs[i].p_count * regs[i].p_elem_size, c->sb.segment_size) * sizeof(struct crpm_slot_seg);
     }
     if (sizeof(struct crpm_slot_hdr) + body > c->sb.slot_size)
-        return crpm_error(CRPM_ERR_RANGE,
-                          "%s: %llu bytes of metadata exceed the slot (%llu bytes); use a larger segment_size",
-                          c->path, (unsigned long long)body, (unsigned long long)c->sb.slot_size);
+        return slot_full(c, nsaved, body);
     size_t total = sizeof(struct crpm_slot_hdr) + body;
+    /* slots are sparse: storage for what this one needs, or an error, not SIGBUS */
+    int rc = c->media.ops->reserve(&c->media, c->sb.slot_offset[epoch % 2], total);
+    if (rc)
+        return rc;
     char *buf = malloc(total);
     if (!buf)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory for metadata");
@@ -134,6 +231,28 @@ int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_
     crpm_persist_copy(&c->media, c->media.base + c->sb.slot_offset[epoch % 2], buf, total);
     free(buf);
     return CRPM_SUCCESS;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorted, not pairwise: a slot may describe 100,000 arrays. */
+static int has_duplicate_id(const crpm_region *regs, uint32_t n)
+{
+    int32_t *ids = malloc((n ? n : 1) * sizeof *ids);
+    if (!ids)
+        return 1;
+    for (uint32_t i = 0; i < n; i++)
+        ids[i] = regs[i].id;
+    qsort(ids, n, sizeof *ids, cmp_i32);
+    int dup = 0;
+    for (uint32_t i = 1; i < n && !dup; i++)
+        dup = ids[i] == ids[i - 1];
+    free(ids);
+    return dup;
 }
 
 /* Parses slot `epoch % 2` into *out (allocated).  Returns CRPM_ERR_CORRUPT
@@ -175,8 +294,6 @@ static int parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int 
         if (r.elem_size == 0 || r.count > UINT64_MAX / r.elem_size ||
             r.nsegs != nsegs_for(r.count * r.elem_size, c->sb.segment_size) ||
             r.nsegs > (uint64_t)(end - p) / sizeof(struct crpm_slot_seg)) { rc = -1; break; }
-        for (uint32_t j = 0; j < i; j++)
-            if (regs[j].id == r.id) rc = -1;
         regs[i].saved = 1;
         regs[i].id = r.id;
         regs[i].type_code = r.type_code;
@@ -198,6 +315,8 @@ static int parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int 
         }
     }
     if (rc == 0 && p != end)
+        rc = -1;
+    if (rc == 0 && has_duplicate_id(regs, h.nregions))
         rc = -1;
     if (rc) {
         for (uint32_t j = 0; j < i && j < h.nregions; j++)
@@ -236,10 +355,14 @@ static int ensure_used_cap(crpm_container *c, uint64_t n)
     uint32_t *r = realloc(c->reserved, n * sizeof *r);
     if (r)
         c->reserved = r;
-    if (!u || !r)
+    uint32_t *l = realloc(c->crc_len, n * sizeof *l);
+    if (l)
+        c->crc_len = l;
+    if (!u || !r || !l)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     memset(u + c->used_cap, 0, n - c->used_cap);
     memset(r + c->used_cap, 0, (n - c->used_cap) * sizeof *r);
+    memset(l + c->used_cap, 0, (n - c->used_cap) * sizeof *l);
     c->used_cap = n;
     return CRPM_SUCCESS;
 }
@@ -248,11 +371,32 @@ int crpm_reserve_seg(crpm_container *c, uint32_t phys, uint64_t len)
 {
     if (c->reserved[phys] >= len)
         return CRPM_SUCCESS;
-    uint64_t off = c->sb.data_offset + (uint64_t)phys * c->sb.segment_size;
-    int rc = c->media.ops->reserve(&c->media, off, len);
+    uint64_t off = c->sb.data_offset + (uint64_t)phys * c->sb.seg_stride;
+    int rc = CRPM_SUCCESS;
+    if (c->reserved[phys] == 0 && c->sb.seg_stride > c->sb.segment_size) /* the CRC table, once */
+        rc = c->media.ops->reserve(&c->media, off + c->sb.segment_size, c->sb.seg_stride - c->sb.segment_size);
+    if (rc == 0)
+        rc = c->media.ops->reserve(&c->media, off, len);
     if (rc == 0)
         c->reserved[phys] = (uint32_t)len;
     return rc;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Index of the region with `id` in byid (id << 32 | index, sorted), or -1. */
+static int find_sorted(const int64_t *byid, int n, int32_t id)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if ((int32_t)(byid[mid] >> 32) < id) lo = mid + 1; else hi = mid;
+    }
+    return lo < n && (int32_t)(byid[lo] >> 32) == id ? (int)(byid[lo] & 0xffffffff) : -1;
 }
 
 /* Makes `epoch` (0 = empty) the in-memory state, keeping current protections. */
@@ -265,7 +409,7 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
         int rc = parse_slot(c, epoch, &regs, &n, &user_id, &nphys);
         if (rc)
             return rc;
-        uint64_t need = c->sb.data_offset + nphys * c->sb.segment_size;
+        uint64_t need = c->sb.data_offset + nphys * c->sb.seg_stride;
         if (need > c->media.size) {
             for (int i = 0; i < n; i++) free(regs[i].segs);
             free(regs);
@@ -282,13 +426,23 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     }
     int m = n;
+    /* saved ids sorted with their index: the merge is O(n log n), not O(n^2) */
+    int64_t *byid = malloc((size_t)(n ? n : 1) * sizeof *byid);
+    if (!byid) {
+        for (int i = 0; i < n; i++) free(merged[i].segs);
+        free(merged);
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < n; i++)
+        byid[i] = (int64_t)merged[i].id * ((int64_t)1 << 32) + i;
+    qsort(byid, (size_t)n, sizeof *byid, cmp_i64);
     for (int i = 0; i < c->nregions; i++) {
         crpm_region *old = &c->regions[i];
         if (!old->p_elem_size)
             continue; /* not protected */
-        int j;
-        for (j = 0; j < n && merged[j].id != old->id; j++)
-            ;
+        int j = find_sorted(byid, n, old->id);
+        if (j < 0)
+            j = m;
         if (j == m) {
             memset(&merged[m], 0, sizeof merged[m]);
             merged[m].id = old->id;
@@ -300,6 +454,7 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
         merged[j].p_count = old->p_count;
         /* the registration stays; what the copies hold is now unknown */
         merged[j].tracked = old->tracked;
+        merged[j].untracked = old->untracked;
         merged[j].wbits = old->wbits;
         merged[j].stale = old->stale;
         merged[j].bits_cap = old->bits_cap;
@@ -307,6 +462,7 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
         merged[j].rescan_all = 1;
         old->wbits = old->stale = NULL;
     }
+    free(byid);
     crpm_free_regions(c);
     c->regions = merged;
     c->nregions = m;
@@ -327,25 +483,26 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
     if (refs != marked)
         return crpm_error(CRPM_ERR_CORRUPT, "%s: metadata of epoch %llu shares a segment between two copies",
                           c->path, (unsigned long long)epoch);
+    crpm_crc_trust_committed(c);
     return CRPM_SUCCESS;
 }
 
 int crpm_grow_pool(crpm_container *c, uint64_t min_nphys)
 {
-    if (min_nphys <= c->nphys && c->sb.data_offset + min_nphys * c->sb.segment_size <= c->media.size)
+    if (min_nphys <= c->nphys && c->sb.data_offset + min_nphys * c->sb.seg_stride <= c->media.size)
         return ensure_used_cap(c, c->nphys);
     uint64_t n = c->nphys + c->nphys / 2;
     if (n < min_nphys) n = min_nphys;
     if (n < c->nphys + 4) n = c->nphys + 4;
     if (n >= CRPM_NO_PHYS)
         return crpm_error(CRPM_ERR_RANGE, "%s: too many segments", c->path);
-    uint64_t bytes = c->sb.data_offset + n * c->sb.segment_size;
+    uint64_t bytes = c->sb.data_offset + n * c->sb.seg_stride;
     if (bytes > c->media.size) {
         int rc = c->media.ops->resize(&c->media, bytes);
         if (rc)
             return rc;
     }
-    c->nphys = (c->media.size - c->sb.data_offset) / c->sb.segment_size;
+    c->nphys = (c->media.size - c->sb.data_offset) / c->sb.seg_stride;
     return ensure_used_cap(c, c->nphys);
 }
 
@@ -367,9 +524,12 @@ static uint64_t slot_size_for(uint64_t seg, uint64_t asked)
 {
     if (asked)
         return (asked + 4095) & ~4095ull;
-    /* room for 64 GiB of protected data, between 64 KiB and 8 MiB per slot */
+    /* room for 64 GiB of protected data (a segment table of 64 KiB to 8 MiB)
+     * and for CRPM_SLOT_ARRAYS arrays; the file is sparse there, so only the
+     * metadata actually written takes storage */
     uint64_t s = (1ull << 36) / seg * sizeof(struct crpm_slot_seg) + 65536;
     if (s > CRPM_DEFAULT_SLOT) s = CRPM_DEFAULT_SLOT;
+    s += (uint64_t)CRPM_SLOT_ARRAYS * (sizeof(struct crpm_slot_region) + sizeof(struct crpm_slot_seg));
     return (s + 4095) & ~4095ull;
 }
 
@@ -384,6 +544,8 @@ static int create_file(crpm_container *c, const crpm_open_opts *o, uint64_t seg,
     sb->super_size = sizeof *sb;
     sb->segment_size = seg;
     sb->block_size = blk;
+    sb->crc_chunk = o->no_checksums ? 0 : chunk_for(seg, blk);
+    sb->seg_stride = stride_for(seg, sb->crc_chunk);
     sb->slot_size = slot_size_for(seg, o->slot_size);
     sb->slot_offset[0] = CRPM_HDR_SIZE;
     sb->slot_offset[1] = CRPM_HDR_SIZE + sb->slot_size;
@@ -394,6 +556,13 @@ static int create_file(crpm_container *c, const crpm_open_opts *o, uint64_t seg,
     sb->nranks = o->nranks;
     if (o->job_name)
         snprintf(sb->job_name, sizeof sb->job_name, "%s", o->job_name);
+    if (o->run_id) {
+        memcpy(sb->run_id, o->run_id, CRPM_RUN_ID_LEN);
+    } else if (getrandom(sb->run_id, CRPM_RUN_ID_LEN, 0) != CRPM_RUN_ID_LEN) {
+        uint64_t a = random_nonce(), b = random_nonce() ^ sb->nonce;
+        memcpy(sb->run_id, &a, 8);
+        memcpy(sb->run_id + 8, &b, 8);
+    }
     sb->crc = super_crc(sb);
 
     char *hdr = calloc(1, CRPM_HDR_SIZE);
@@ -425,12 +594,20 @@ static int validate_super(crpm_container *c, const crpm_open_opts *o, uint64_t s
     memcpy(sb, c->media.base, sizeof *sb);
     if (memcmp(sb->magic, CRPM_MAGIC, 8) != 0)
         return crpm_error(CRPM_ERR_FORMAT, "%s is not a libcrpm container (bad magic)", c->path);
+    if (sb->version == 1)
+        return crpm_error(CRPM_ERR_VERSION,
+                          "%s has format version 1 (an older libcrpm, without data checksums); this library reads "
+                          "version %u only: restart it with the libcrpm that wrote it, or start afresh",
+                          c->path, CRPM_FORMAT_VERSION);
     if (sb->version != CRPM_FORMAT_VERSION)
         return crpm_error(CRPM_ERR_VERSION, "%s has format version %u; this library reads version %u",
                           c->path, sb->version, CRPM_FORMAT_VERSION);
     if (sb->super_size != sizeof *sb || super_crc(sb) != sb->crc)
         return crpm_error(CRPM_ERR_CORRUPT, "%s: superblock checksum mismatch", c->path);
     if (!is_pow2(sb->segment_size) || !is_pow2(sb->block_size) || sb->block_size > sb->segment_size ||
+        (sb->crc_chunk && (!is_pow2(sb->crc_chunk) || sb->crc_chunk < sb->block_size ||
+                           sb->crc_chunk > sb->segment_size)) ||
+        sb->seg_stride != stride_for(sb->segment_size, sb->crc_chunk) ||
         sb->slot_offset[0] != CRPM_HDR_SIZE || sb->slot_offset[1] != CRPM_HDR_SIZE + sb->slot_size ||
         sb->data_offset != CRPM_HDR_SIZE + 2 * sb->slot_size)
         return crpm_error(CRPM_ERR_CORRUPT, "%s: superblock describes an impossible layout", c->path);
@@ -448,6 +625,15 @@ static int validate_super(crpm_container *c, const crpm_open_opts *o, uint64_t s
                           sb->nranks, o->nranks);
     if (o->nranks > 0 && sb->rank != o->rank)
         return crpm_error(CRPM_ERR_IDENTITY, "%s belongs to rank %d, not rank %d", c->path, sb->rank, o->rank);
+    if (o->run_id && memcmp(o->run_id, sb->run_id, CRPM_RUN_ID_LEN) != 0) {
+        char have[2 * CRPM_RUN_ID_LEN + 1], want[2 * CRPM_RUN_ID_LEN + 1];
+        for (int i = 0; i < CRPM_RUN_ID_LEN; i++) {
+            snprintf(have + 2 * i, 3, "%02x", sb->run_id[i]);
+            snprintf(want + 2 * i, 3, "%02x", o->run_id[i]);
+        }
+        return crpm_error(CRPM_ERR_IDENTITY, "%s belongs to another run of job '%.*s' (run %s, this run is %s)",
+                          c->path, (int)sizeof sb->job_name, sb->job_name, have, want);
+    }
     if (c->media.size < sb->data_offset)
         return crpm_error(CRPM_ERR_TRUNCATED, "%s is truncated (%zu bytes, metadata needs %llu)", c->path,
                           c->media.size, (unsigned long long)sb->data_offset);
@@ -479,11 +665,122 @@ static void compute_prev(crpm_container *c)
     int n;
     uint64_t uid, nphys;
     if (parse_slot(c, c->epoch - 1, &regs, &n, &uid, &nphys) == 0) {
-        c->prev_ok = c->sb.data_offset + nphys * c->sb.segment_size <= c->media.size;
+        c->prev_ok = c->sb.data_offset + nphys * c->sb.seg_stride <= c->media.size;
         for (int i = 0; i < n; i++) free(regs[i].segs);
         free(regs);
     }
     crpm_error(0, "%s", ""); /* a missing previous slot is normal, not an error */
+}
+
+/* ---- read-only view of a container a live job may be writing (tools) -------
+ * While the commit word names epoch e, slot e % 2 and the copies e uses are
+ * not written: checkpoint e+1 writes the other slot and other copies.  So a
+ * view taken between two reads of the commit word that name the same epoch
+ * is one epoch, provided slot e % 2 was not rewritten meanwhile (a relaunch
+ * rolling back to e-1 and committing e again), which its header tells. */
+#define VIEW_TRIES 100
+
+static uint64_t load_commit_word(const crpm_container *c)
+{
+    return __atomic_load_n((const uint64_t *)(c->media.base + CRPM_COMMIT_OFF), __ATOMIC_ACQUIRE);
+}
+
+static void slot_header(const crpm_container *c, uint64_t epoch, unsigned char *out)
+{
+    memcpy(out, c->media.base + c->sb.slot_offset[epoch % 2], sizeof c->view_hdr);
+}
+
+/* The committed epoch and its slot are still those of the view. */
+static int view_unchanged(const crpm_container *c)
+{
+    unsigned char h[sizeof c->view_hdr];
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the copies above are done before */
+    uint64_t w = load_commit_word(c);
+    if ((w & 0xffffffffull) != c->epoch)
+        return 0;
+    if (c->epoch == 0)
+        return 1;
+    slot_header(c, c->epoch, h);
+    return memcmp(h, c->view_hdr, sizeof h) == 0;
+}
+
+static int view_copy(crpm_container *c)
+{
+    uint64_t total = 0;
+    free(c->snap);
+    free(c->snap_off);
+    c->snap = NULL;
+    c->snap_off = calloc((size_t)c->nregions + 1, sizeof *c->snap_off);
+    for (int i = 0; c->snap_off && i < c->nregions; i++) {
+        c->snap_off[i] = total;
+        total += c->regions[i].saved ? c->regions[i].count * c->regions[i].elem_size : 0;
+    }
+    char *snap = c->snap_off ? malloc(total ? total : 1) : NULL;
+    if (!snap)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory for a %llu-byte copy of %s", (unsigned long long)total,
+                          c->path);
+    int rc = CRPM_SUCCESS;
+    for (int i = 0; i < c->nregions && rc == 0; i++)
+        if (c->regions[i].saved)
+            rc = crpm_copy_saved(c, &c->regions[i], snap + c->snap_off[i]);
+    if (rc) {
+        free(snap);
+        return rc;
+    }
+    c->snap = snap; /* kept only once the view is known to be one epoch */
+    return CRPM_SUCCESS;
+}
+
+/* Loads the committed epoch's metadata (and data) as one view, retrying
+ * while a live job commits.  A failed check counts only when the commit word
+ * did not move: a healthy live container is never reported corrupt. */
+static int view_load(crpm_container *c, int with_data)
+{
+    struct timespec pause = {0, 1000000};
+    for (int attempt = 1;; attempt++) {
+        free(c->snap); /* describes the previous view */
+        c->snap = NULL;
+        int rc = c->media.ops->resize(&c->media, 0); /* follow a growing file */
+        if (rc)
+            return rc;
+        uint64_t w1 = load_commit_word(c), epoch = w1 & 0xffffffffull;
+        int flag = (int)((w1 >> 32) & 1);
+        if (crpm_commit_word(c->sb.nonce, epoch, flag) != w1)
+            return crpm_error(CRPM_ERR_CORRUPT, "%s: commit record is corrupt", c->path);
+        c->epoch = epoch;
+        c->in_progress = flag;
+        c->nphys = (c->media.size - c->sb.data_offset) / c->sb.segment_size;
+        if (epoch)
+            slot_header(c, epoch, c->view_hdr);
+        rc = crpm_load_slot(c, epoch);
+        if (rc == 0)
+            compute_prev(c);
+        if (rc == 0 && with_data)
+            rc = view_copy(c);
+        if (view_unchanged(c)) {
+            if (load_commit_word(c) != w1)
+                c->prev_ok = 0; /* a checkpoint started: epoch-1 may be going */
+            return rc;
+        }
+        free(c->snap);
+        c->snap = NULL;
+        if (attempt == VIEW_TRIES)
+            return crpm_error(CRPM_ERR_IO,
+                              "%s kept changing while it was read (%d attempts): a job is committing "
+                              "checkpoints faster than they can be copied; try again",
+                              c->path, VIEW_TRIES);
+        crpm_error_clear();
+        nanosleep(&pause, NULL);
+        if (pause.tv_nsec < 16000000)
+            pause.tv_nsec *= 2;
+    }
+}
+
+int crpm_container_snapshot(crpm_container *c)
+{
+    if (!c->read_only)
+        return crpm_error(CRPM_ERR_STATE, "%s: a snapshot is taken of a read-only container", c->path);
+    return view_load(c, 1);
 }
 
 int crpm_format_open(const crpm_open_opts *o, crpm_container **out, int *created)
@@ -506,11 +803,17 @@ int crpm_format_open(const crpm_open_opts *o, crpm_container **out, int *created
         free(c);
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     }
-    c->media.ops = o->backend ? o->backend : crpm_backend_for(o->persistence);
-    int rc;
-    struct stat st;
-    if (stat(o->path, &st) != 0 && errno == ENOENT) {
-        if (!o->create) {
+    c->media.ops = o->read_only ? &crpm_backend_readonly : o->backend ? o->backend : crpm_backend_for(o->persistence);
+    c->read_only = o->read_only;
+    /* a FIFO must not block us, a device must not be mapped */
+    int rc, fd, missing;
+    rc = crpm_open_regular(o->path, O_RDONLY, &fd, &missing);
+    if (rc == 0)
+        close(fd);
+    else if (!missing)
+        goto fail_nomap;
+    if (missing) {
+        if (!o->create || o->read_only) {
             rc = crpm_error(CRPM_ERR_IO, "container %s does not exist", o->path);
             goto fail_nomap;
         }
@@ -530,11 +833,18 @@ int crpm_format_open(const crpm_open_opts *o, crpm_container **out, int *created
         if (rc)
             goto fail_nomap;
         rc = validate_super(c, o, seg, blk);
+        if (rc == 0 && o->read_only) {
+            rc = view_load(c, 0);
+            if (rc)
+                goto fail;
+            *out = c;
+            return CRPM_SUCCESS;
+        }
         if (rc == 0)
             rc = read_commit(c);
     }
     if (rc == 0) {
-        c->nphys = (c->media.size - c->sb.data_offset) / c->sb.segment_size;
+        c->nphys = (c->media.size - c->sb.data_offset) / c->sb.seg_stride;
         rc = crpm_load_slot(c, c->epoch);
     }
     if (rc)
@@ -549,6 +859,10 @@ fail_nomap:
     crpm_free_regions(c);
     free(c->used);
     free(c->reserved);
+    free(c->snap);
+    free(c->snap_off);
+    free(c->rindex);
+    free(c->crc_len);
     free(c->path);
     free(c);
     return rc;
@@ -563,6 +877,10 @@ void crpm_format_close(crpm_container *c)
     crpm_free_regions(c);
     free(c->used);
     free(c->reserved);
+    free(c->snap);
+    free(c->snap_off);
+    free(c->rindex);
+    free(c->crc_len);
     free(c->path);
     free(c);
 }
@@ -573,6 +891,12 @@ uint64_t crpm_container_user_id(const crpm_container *c) { return c->user_id; }
 crpm_media *crpm_container_media(crpm_container *c) { return &c->media; }
 uint64_t crpm_container_segment_size(const crpm_container *c) { return c->sb.segment_size; }
 uint64_t crpm_container_block_size(const crpm_container *c) { return c->sb.block_size; }
+int crpm_container_has_checksums(const crpm_container *c) { return c->sb.crc_chunk != 0; }
+
+void crpm_container_run_id(const crpm_container *c, uint8_t out[CRPM_RUN_ID_LEN])
+{
+    memcpy(out, c->sb.run_id, CRPM_RUN_ID_LEN);
+}
 
 void crpm_container_identity(const crpm_container *c, char *job, size_t len, int32_t *rank, int32_t *nranks)
 {
@@ -592,6 +916,8 @@ void crpm_container_set_hook(crpm_container *c, crpm_hook_fn fn, void *arg)
 
 int crpm_container_rollback(crpm_container *c)
 {
+    if (c->read_only)
+        return crpm_error(CRPM_ERR_STATE, "%s is open read-only", c->path);
     if (!c->prev_ok)
         return crpm_error(CRPM_ERR_EPOCH, "%s: epoch %llu is no longer recoverable", c->path,
                           (unsigned long long)(c->epoch ? c->epoch - 1 : 0));
@@ -631,18 +957,91 @@ int crpm_container_region(const crpm_container *c, int idx, crpm_array *out)
     return CRPM_SUCCESS;
 }
 
+static int bad_chunk(const crpm_container *c, const crpm_region *r, uint64_t off, uint32_t phys)
+{
+    return crpm_error(CRPM_ERR_CORRUPT,
+                      "%s: checkpoint data is corrupt: array id %d, byte offset %llu (epoch %llu, CRC32C mismatch "
+                      "in physical segment %u)",
+                      c->path, r->id, (unsigned long long)off, (unsigned long long)c->epoch, phys);
+}
+
+/* Copies in pieces that stay in L2 and checks each chunk's CRC on the copy
+ * just written, so the data is read from the container once. */
+#define VERIFY_PIECE (64u << 10)
+
 int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
 {
-    uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size;
+    uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size, ch = c->sb.crc_chunk;
     for (uint64_t k = 0; k < r->nsegs; k++) {
         uint64_t off = k * seg, len = bytes - off < seg ? bytes - off : seg;
         const crpm_seg *s = &r->segs[k];
         if (s->state == 0)
             return crpm_error(CRPM_ERR_CORRUPT, "%s: region %d segment %llu has no data", c->path, r->id,
                               (unsigned long long)k);
-        memcpy((char *)dst + off, crpm_seg_addr(c, s->phys[s->state - 1]), len);
+        uint32_t phys = s->phys[s->state - 1];
+        const char *src = crpm_seg_addr(c, phys);
+        char *d = (char *)dst + off;
+        if (!ch) {
+            memcpy(d, src, len);
+            continue;
+        }
+        const uint32_t *tab = crc_table(c, phys);
+        uint64_t piece = VERIFY_PIECE > ch ? VERIFY_PIECE : ch;
+        for (uint64_t o = 0; o < len; o += piece) {
+            uint64_t n = len - o < piece ? len - o : piece;
+            memcpy(d + o, src + o, n);
+            for (uint64_t p = o; p < o + n; p += ch) {
+                uint64_t l = len - p < ch ? len - p : ch;
+                if (chunk_crc(c, phys, p / ch, d + p, l) != tab[p / ch])
+                    return bad_chunk(c, r, off + p, phys);
+            }
+        }
     }
     return CRPM_SUCCESS;
+}
+
+int crpm_container_verify(const crpm_container *c, FILE *out)
+{
+    uint64_t seg = c->sb.segment_size, ch = c->sb.crc_chunk, bad = 0, chunks = 0;
+    int rc = CRPM_SUCCESS;
+    char first[1024] = "";
+    if (!ch) {
+        if (out)
+            fprintf(out, "data checksums: none (container created without them)\n");
+        return CRPM_SUCCESS;
+    }
+    for (int i = 0; i < c->nregions; i++) {
+        const crpm_region *r = &c->regions[i];
+        uint64_t bytes = r->count * r->elem_size;
+        for (uint64_t k = 0; r->saved && k < r->nsegs; k++) {
+            uint64_t off = k * seg, len = bytes - off < seg ? bytes - off : seg;
+            const crpm_seg *s = &r->segs[k];
+            if (s->state == 0)
+                continue; /* reported by recovery as missing data */
+            uint32_t phys = s->phys[s->state - 1];
+            const char *src = crpm_seg_addr((crpm_container *)c, phys);
+            const uint32_t *tab = crc_table(c, phys);
+            for (uint64_t p = 0; p < len; p += ch) {
+                uint64_t l = len - p < ch ? len - p : ch;
+                chunks++;
+                if (chunk_crc(c, phys, p / ch, src + p, l) == tab[p / ch])
+                    continue;
+                if (out && bad < 100)
+                    fprintf(out, "  BAD: array id %d, byte offset %llu (%llu bytes), physical segment %u\n", r->id,
+                            (unsigned long long)(off + p), (unsigned long long)l, phys);
+                if (!bad++) {
+                    rc = bad_chunk(c, r, off + p, phys);
+                    snprintf(first, sizeof first, "%s", crpm_last_error());
+                }
+            }
+        }
+    }
+    if (out)
+        fprintf(out, "data checksums: %llu chunks of %llu bytes checked, %llu bad\n", (unsigned long long)chunks,
+                (unsigned long long)ch, (unsigned long long)bad);
+    if (bad)
+        crpm_error(CRPM_ERR_CORRUPT, "%llu corrupt data chunk(s); the first: %s", (unsigned long long)bad, first);
+    return rc;
 }
 
 int crpm_container_read_region(const crpm_container *c, int idx, void *dst)
@@ -650,14 +1049,56 @@ int crpm_container_read_region(const crpm_container *c, int idx, void *dst)
     int i = saved_index(c, idx);
     if (i < 0)
         return crpm_error(CRPM_ERR_RANGE, "region index %d out of range", idx);
-    return crpm_copy_saved((crpm_container *)c, &c->regions[i], dst);
+    const crpm_region *r = &c->regions[i];
+    if (c->snap) {
+        memcpy(dst, c->snap + c->snap_off[i], r->count * r->elem_size);
+        return CRPM_SUCCESS;
+    }
+    int rc = crpm_copy_saved((crpm_container *)c, r, dst);
+    if (rc == 0 && c->read_only && !view_unchanged(c))
+        return crpm_error(CRPM_ERR_IO, "%s: a job committed another checkpoint while array %d was read; "
+                          "read it again", c->path, r->id);
+    return rc;
 }
 
 /* ---- inspection ------------------------------------------------------------ */
 
 int crpm_inspect_file(const char *path, FILE *out)
 {
-    crpm_open_opts o = {.path = path, .persistence = CRPM_PERSIST_MSYNC};
+    return crpm_inspect_file_verify(path, out, 0);
+}
+
+/* crpm_container_verify, but on a container a live job may be writing a bad
+ * chunk counts only if the committed epoch did not move while it was read. */
+static int verify_view(crpm_container *c, FILE *out)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = CRPM_SUCCESS;
+    for (int attempt = 1;; attempt++) {
+        FILE *mem = open_memstream(&buf, &len);
+        if (!mem)
+            return crpm_container_verify(c, out);
+        rc = crpm_container_verify(c, mem);
+        fclose(mem);
+        if (rc == 0 || !c->read_only || view_unchanged(c) || attempt == VIEW_TRIES)
+            break;
+        free(buf);
+        buf = NULL;
+        if ((rc = view_load(c, 0)) != 0)
+            break;
+        fprintf(out, "verified:       epoch %llu (the running job committed it while the one above was read)\n",
+                (unsigned long long)c->epoch);
+    }
+    if (buf)
+        fputs(buf, out);
+    free(buf);
+    return rc;
+}
+
+int crpm_inspect_file_verify(const char *path, FILE *out, int verify)
+{
+    crpm_open_opts o = {.path = path, .read_only = 1};
     crpm_container *c;
     int rc = crpm_format_open(&o, &c, NULL);
     if (rc) {
@@ -671,6 +1112,14 @@ int crpm_inspect_file(const char *path, FILE *out)
     fprintf(out, "rank:           %d of %d\n", sb->rank, sb->nranks);
     fprintf(out, "segment size:   %llu\n", (unsigned long long)sb->segment_size);
     fprintf(out, "block size:     %llu\n", (unsigned long long)sb->block_size);
+    if (sb->crc_chunk)
+        fprintf(out, "data checksums: CRC32C per %llu bytes\n", (unsigned long long)sb->crc_chunk);
+    else
+        fprintf(out, "data checksums: none\n");
+    fprintf(out, "run id:         ");
+    for (int i = 0; i < CRPM_RUN_ID_LEN; i++)
+        fprintf(out, "%02x", sb->run_id[i]);
+    fputc('\n', out);
     fprintf(out, "file size:      %zu (metadata %llu, %llu data segments)\n", c->media.size,
             (unsigned long long)sb->data_offset, (unsigned long long)c->nphys);
     fprintf(out, "superblock:     checksum ok\n");
@@ -696,6 +1145,11 @@ int crpm_inspect_file(const char *path, FILE *out)
                 (unsigned long long)nb);
     }
     fprintf(out, "protected:      %llu bytes\n", (unsigned long long)total);
+    if (verify && (rc = verify_view(c, out)) != 0) {
+        fprintf(out, "status:         CORRUPT: %s\n", crpm_last_error());
+        crpm_format_close(c);
+        return rc;
+    }
     fprintf(out, "status:         OK\n");
     crpm_format_close(c);
     return CRPM_SUCCESS;

@@ -26,6 +26,12 @@ typedef struct crpm_open_opts {
     int create;                /* 1: create if missing; 0: must exist */
     uint64_t slot_size;        /* bytes per metadata slot on create; 0 = room for 64 GiB */
     int change_tracking;       /* 1: compare only pages the kernel saw written (track.h) */
+    int read_only;             /* 1: tools: map O_RDONLY/PROT_READ (backend and create ignored) and
+                                * take a consistent view of the committed epoch although a live job
+                                * may be checkpointing into the file (see crpm_container_snapshot) */
+    const uint8_t *run_id;     /* CRPM_RUN_ID_LEN bytes: written on create (NULL: random),
+                                  checked on open when non-NULL (CRPM_ERR_IDENTITY) */
+    int no_checksums;          /* internal, benchmarks only: create without data CRCs */
 } crpm_open_opts;
 
 /* Hook points for tests (process-kill injection). */
@@ -47,12 +53,32 @@ int crpm_container_rollback(crpm_container *c);
  * the descriptor's ptr and name are NULL. */
 int crpm_container_nregions(const crpm_container *c);
 int crpm_container_region(const crpm_container *c, int idx, crpm_array *out);
-/* Copies saved region idx (committed epoch) into dst (its bytes). */
+/* Copies saved region idx (committed epoch) into dst (its bytes).  On a
+ * read-only container: from the snapshot if one was taken, otherwise from the
+ * file, failing (CRPM_ERR_IO, "changed while it was read") rather than
+ * returning bytes of another epoch when a live job committed meanwhile. */
 int crpm_container_read_region(const crpm_container *c, int idx, void *dst);
+/* Read-only containers: takes the committed epoch's metadata and arrays
+ * into memory as one consistent view (the commit word and the committed
+ * slot's header are read before and after copying; when a live job
+ * committed in between, the view is taken again, a bounded number of times
+ * with short sleeps, then CRPM_ERR_IO "kept changing").  The container then
+ * describes that view and read_region copies from memory. */
+int crpm_container_snapshot(crpm_container *c);
 
 /* Prints superblock, geometry, epochs, regions and checksum verdicts of a
- * container file; returns CRPM_SUCCESS or the code of the first failed check. */
+ * container file; returns CRPM_SUCCESS or the code of the first failed check.
+ * With verify, also checks the CRC of every data chunk of the committed epoch. */
 int crpm_inspect_file(const char *path, FILE *out);
+int crpm_inspect_file_verify(const char *path, FILE *out, int verify);
+/* Checks the CRC32C of every data chunk of the committed epoch; reports each
+ * bad chunk (array id, byte offset) to out (may be NULL) and returns
+ * CRPM_ERR_CORRUPT naming the first, or CRPM_SUCCESS. */
+int crpm_container_verify(const crpm_container *c, FILE *out);
+/* The run identity stored at creation (CRPM_RUN_ID_LEN bytes). */
+void crpm_container_run_id(const crpm_container *c, uint8_t out[CRPM_RUN_ID_LEN]);
+/* 1 when the container holds data CRCs (0 only for benchmark containers). */
+int crpm_container_has_checksums(const crpm_container *c);
 
 void crpm_container_set_hook(crpm_container *c, crpm_hook_fn fn, void *arg);
 crpm_media *crpm_container_media(crpm_container *c);
@@ -84,6 +110,7 @@ typedef struct crpm_region {
     uint64_t p_count;
     /* change tracking (volatile, only with a tracker) */
     int tracked;             /* ptr..ptr+bytes is registered with the tracker */
+    const char *untracked;   /* with a tracker: why it is compared instead (static text) */
     int stale_valid;         /* stale describes the two copies */
     int rescan_all;          /* a scan's report was lost: treat every block as written */
     int scanned;             /* wbits holds this checkpoint's scan */
@@ -107,15 +134,24 @@ struct crpm_container {
     uint64_t nphys;          /* segments the pool holds (file extent) */
     crpm_region *regions;
     int nregions, cap_regions;
+    int32_t *rindex;          /* id -> index in regions (open addressing, -1 empty) ... */
+    uint32_t rindex_cap;      /* ... slots, a power of two ... */
+    int rindex_n;             /* ... describing regions[0, rindex_n); -1: rebuild */
     uint8_t *used;           /* per physical segment: referenced or allocated */
     uint64_t used_cap;
     uint32_t *reserved;      /* per physical segment: bytes known to have storage */
+    uint32_t *crc_len;       /* per physical segment: its CRC table is known to describe its
+                                first crc_len bytes (0: unknown, rewrite the whole table) */
     uint64_t hint;           /* where the next free-segment search starts */
     struct crpm_tracker *trk; /* NULL: compare every block */
     int want_tracking;
     char track_msg[256];      /* why tracking was not available */
     crpm_hook_fn hook;
     void *hook_arg;
+    int read_only;            /* opened with opts.read_only */
+    unsigned char view_hdr[sizeof(struct crpm_slot_hdr)]; /* committed slot's header in the view */
+    char *snap;               /* crpm_container_snapshot: the saved regions' bytes ... */
+    uint64_t *snap_off;       /* ... region i at snap + snap_off[i] */
 };
 
 /* container.c */
@@ -128,6 +164,16 @@ int crpm_grow_pool(crpm_container *c, uint64_t min_nphys);
 int crpm_reserve_seg(crpm_container *c, uint32_t phys, uint64_t len);
 void crpm_mark_used(crpm_container *c);
 char *crpm_seg_addr(crpm_container *c, uint32_t phys);
+/* Stores (in the mapping, not yet flushed) the CRCs of chunks [c0, c1) of
+ * physical segment phys, whose first len bytes will hold `data` (the
+ * segment's bytes).  crpm_crc_flush then makes a range of entries durable at
+ * the next drain: one flush per segment, not one per run.  No-ops without
+ * checksums. */
+void crpm_crc_compute(crpm_container *c, uint32_t phys, const char *data, uint64_t len, uint64_t c0, uint64_t c1);
+void crpm_crc_flush(crpm_container *c, uint32_t phys, uint64_t c0, uint64_t c1);
+/* Only the committed copies' CRC tables are trusted (after open, rollback, a
+ * failed checkpoint). */
+void crpm_crc_trust_committed(crpm_container *c);
 void crpm_free_regions(crpm_container *c);
 int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst);
 #endif

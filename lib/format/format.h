@@ -1,9 +1,22 @@
-/* On-media format of a libcrpm container (version 1).
+/* On-media format of a libcrpm container (version 2).
  *
  *   [0, 4096)          superblock (immutable after creation) and, at
  *                      COMMIT_OFF, the 8-byte commit word
  *   slot_offset[0/1]   two metadata slots; epoch e is described by slot e % 2
- *   data_offset        pool of physical segments, allocated on demand
+ *   data_offset        pool of physical segments, allocated on demand; each
+ *                      takes seg_stride bytes: segment_size bytes of data, then
+ *                      its CRC table (one CRC32C, ISA-L crc32_iscsi with seed
+ *                      0, per crc_chunk bytes of the data; a segment's last
+ *                      chunk covers only the bytes its region has there)
+ *
+ * crc_chunk = max(block_size, 256) (at most segment_size): with tiny blocks a
+ * CRC per block would make the tables as large as the data.  A checkpoint
+ * writes a copy's CRCs together with its data, into the copy that does not
+ * hold the committed state, under the same fence; the committed copy and its
+ * table are never written, so they always agree unless the media is damaged.
+ *
+ * Version 2 added the CRC tables, crc_chunk, seg_stride and run_id; version-1
+ * files are refused (CRPM_ERR_VERSION).
  *
  * The commit word is the single atomic commit point: epoch (32 bits), an
  * "in progress" flag (a checkpoint has started overwriting the copies that
@@ -16,12 +29,15 @@
 
 #define CRPM_MAGIC "CRPMCONT"
 #define CRPM_SLOT_MAGIC "CRPMSLOT"
-#define CRPM_FORMAT_VERSION 1u
+#define CRPM_FORMAT_VERSION 2u
+#define CRPM_CRC_MIN_CHUNK 256u
+#define CRPM_RUN_ID_LEN 16
 #define CRPM_HDR_SIZE 4096u
 #define CRPM_COMMIT_OFF 2048u
 #define CRPM_DEFAULT_SEGMENT (2u << 20)
 #define CRPM_DEFAULT_BLOCK 256u
-#define CRPM_DEFAULT_SLOT (8u << 20)
+#define CRPM_DEFAULT_SLOT (8u << 20)  /* at most, for the segment table */
+#define CRPM_SLOT_ARRAYS (1u << 17)   /* arrays a default slot has room for */
 #define CRPM_NO_PHYS UINT32_MAX
 
 struct crpm_super {
@@ -38,8 +54,11 @@ struct crpm_super {
     int32_t rank;
     int32_t nranks;
     char job_name[CRPM_JOB_MAX];
+    uint64_t crc_chunk;       /* bytes of data per CRC32C */
+    uint64_t seg_stride;      /* bytes per physical segment: data + CRC table */
+    uint8_t run_id[CRPM_RUN_ID_LEN]; /* random at the job's first init; equal on all ranks */
     uint32_t reserved;
-    uint32_t crc;             /* crc32 of the above with crc = 0 */
+    uint32_t crc;             /* CRC32C of the above with crc = 0 */
 };
 
 struct crpm_slot_hdr {
@@ -51,7 +70,7 @@ struct crpm_slot_hdr {
     uint64_t nphys;           /* physical segments the file must hold */
     uint64_t body_size;
     uint32_t nregions;
-    uint32_t crc;             /* crc32 of header (crc = 0) and body */
+    uint32_t crc;             /* CRC32C of header (crc = 0) and body */
 };
 
 /* body: per region a crpm_slot_region followed by nsegs crpm_slot_seg */

@@ -44,6 +44,9 @@ enum crpm_persistence { CRPM_PERSIST_AUTO = 0, CRPM_PERSIST_PMEM, CRPM_PERSIST_M
 
 /* libpmem flush/drain when the mapping is pmem (or forced), msync otherwise. */
 const crpm_backend *crpm_backend_for(int persistence);
+/* Read-only mapping (O_RDONLY, PROT_READ) of a regular file, for the tools:
+ * resize() remaps to the file's current size; nothing can be stored. */
+extern const crpm_backend crpm_backend_readonly;
 
 /* Convenience wrappers used by the upper layers. */
 static inline void crpm_persist_copy(crpm_media *m, void *dst, const void *src, size_t n)

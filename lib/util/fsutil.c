@@ -34,6 +34,40 @@ int crpm_mkdir_p(const char *dir)
     return CRPM_SUCCESS;
 }
 
+int crpm_open_regular(const char *path, int flags, int *fd, int *missing)
+{
+    if (missing)
+        *missing = 0;
+    *fd = open(path, flags | O_NONBLOCK | O_CLOEXEC);
+    if (*fd < 0) {
+        if (missing && errno == ENOENT)
+            *missing = 1;
+        return crpm_error(CRPM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    }
+    struct stat st;
+    const char *kind = NULL;
+    if (fstat(*fd, &st) != 0)
+        kind = "a file that cannot be examined";
+    else if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))
+        kind = "a FIFO or socket";
+    else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+        kind = "a device";
+    else if (S_ISDIR(st.st_mode))
+        kind = "a directory";
+    else if (!S_ISREG(st.st_mode))
+        kind = "not a regular file";
+    if (kind) {
+        close(*fd);
+        *fd = -1;
+        return crpm_error(CRPM_ERR_IO, "%s is %s; only regular files are accepted", path, kind);
+    }
+    /* O_NONBLOCK means nothing for regular files, but a later reader should not see it */
+    int fl = fcntl(*fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(*fd, F_SETFL, fl & ~O_NONBLOCK);
+    return CRPM_SUCCESS;
+}
+
 int crpm_sync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY);

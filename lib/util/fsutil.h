@@ -20,6 +20,11 @@ int crpm_sync_file(const char *path);
 int crpm_durable_rename(const char *from, const char *to);
 /* unlink that treats a missing file as success. */
 int crpm_unlink_quiet(const char *path);
+/* Opens path (open(2) flags) only if it is a regular file: opened with
+ * O_NONBLOCK and checked with fstat, so a FIFO never blocks and a device is
+ * never read.  Returns the descriptor in *fd (O_CLOEXEC), or CRPM_ERR_IO with
+ * a message; *missing (may be NULL) is set when the file does not exist. */
+int crpm_open_regular(const char *path, int flags, int *fd, int *missing);
 
 /* Job names become directory names: 1..CRPM_JOB_MAX-1 characters of
  * [A-Za-z0-9_.-], not "." or "..".  Returns 1 if valid. */

@@ -108,6 +108,35 @@ int main(int argc, char **argv)
     expect("other rank count", open_path(path, &c, 0, 0, "job", 0, 4), CRPM_ERR_NRANKS);
     expect("missing file", open_path("/nonexistent/x.crpm", &c, 0, 0, "job", 0, 1), CRPM_ERR_IO);
 
+    /* run identity: random at create, checked on open when given */
+    uint8_t rid[CRPM_RUN_ID_LEN], other[CRPM_RUN_ID_LEN];
+    CHECK(open_path(path, &c, 0, 0, "job", 0, 1) == 0, "open: %s", crpm_last_error());
+    crpm_container_run_id(c, rid);
+    crpm_container_close(c);
+    memcpy(other, rid, sizeof other);
+    other[15] ^= 1;
+    crpm_open_opts ro = {.path = path, .job_name = "job", .nranks = 1, .persistence = CRPM_PERSIST_MSYNC,
+                         .run_id = other};
+    expect("another run of the job", crpm_container_open(&ro, &c, NULL), CRPM_ERR_IDENTITY);
+    CHECK(strstr(crpm_last_error(), "another run of job 'job'"), "run id message: %s", crpm_last_error());
+    ro.run_id = rid;
+    expect("the same run", crpm_container_open(&ro, &c, NULL), 0);
+    crpm_container_close(c);
+    snprintf(bad, sizeof bad, "%s/corrupt-bad-%d.crpm", dir, (int)getpid());
+    unlink(bad);
+    crpm_open_opts co = {.path = bad, .job_name = "job", .nranks = 1, .create = 1, .persistence = CRPM_PERSIST_MSYNC};
+    CHECK(crpm_container_open(&co, &c, NULL) == 0, "create: %s", crpm_last_error());
+    crpm_container_run_id(c, other);
+    crpm_container_close(c);
+    CHECK(memcmp(rid, other, sizeof rid) != 0, "two creations drew the same random run id");
+    unlink(bad);
+    co.run_id = rid; /* the MPI layer passes the job's identity at create */
+    CHECK(crpm_container_open(&co, &c, NULL) == 0, "create: %s", crpm_last_error());
+    crpm_container_run_id(c, other);
+    crpm_container_close(c);
+    CHECK(memcmp(rid, other, sizeof rid) == 0, "run id given at create not stored");
+    unlink(bad);
+
     /* damaged files */
     struct crpm_super sb;
     int fd = open(path, O_RDONLY);
@@ -117,6 +146,16 @@ int main(int argc, char **argv)
     stat(path, &st);
     copy_file(path, bad, -1); flip(bad, 0, 3);            expect_open("bit flip in magic", CRPM_ERR_FORMAT);
     copy_file(path, bad, -1); flip(bad, 8, 1);            expect_open("bit flip in version", CRPM_ERR_VERSION);
+    {   /* a version-1 container (before data checksums) is refused, saying so */
+        copy_file(path, bad, -1);
+        uint32_t v1 = 1;
+        int vfd = open(bad, O_RDWR);
+        CHECK(vfd >= 0 && pwrite(vfd, &v1, 4, 8) == 4, "write version");
+        close(vfd);
+        expect_open("format version 1", CRPM_ERR_VERSION);
+        CHECK(strstr(crpm_last_error(), "format version 1") && strstr(crpm_last_error(), "reads version 2"),
+              "version message: %s", crpm_last_error());
+    }
     copy_file(path, bad, -1); flip(bad, 16, 0);           expect_open("bit flip in geometry", CRPM_ERR_CORRUPT);
     copy_file(path, bad, -1); flip(bad, 100, 5);          expect_open("bit flip in job name", CRPM_ERR_CORRUPT);
     copy_file(path, bad, -1); flip(bad, CRPM_COMMIT_OFF, 1); expect_open("bit flip in commit word", CRPM_ERR_CORRUPT);
