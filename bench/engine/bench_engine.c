@@ -18,13 +18,21 @@
  * write and tracked checkpoint.
  * Every timed step starts with the caches flushed of the data (a larger
  * buffer is written first), so no variant inherits another's warm cache.
- * Prints medians and ratios, writes CSV and JSON. */
+ * Prints medians and ratios, writes CSV and JSON.
+ *
+ * --checksums: the cost of the data CRCs instead, side by side in one run:
+ * checkpoints of the same array into a container with CRCs and one created
+ * without them (internal option no_checksums), alternating, at 1% random
+ * blocks and 100% dirty; and recovery in a fresh process (fork), counting
+ * the first touch of freshly allocated arrays, with and without verification.
+ * Writes engine_checksums.csv and .json. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "engine.h"
@@ -134,14 +142,188 @@ static double page_bound(const char *a, char *ref, size_t n, unsigned char *pg, 
     return t;
 }
 
+/* CPU time of the calling thread (user + system): on a machine shared with
+ * other jobs, wall time also counts the time this process waits for a core. */
+static double cpu_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static crpm_container *open_bench(const char *path, int no_checksums, void *a, size_t n)
+{
+    crpm_open_opts o = {.path = path, .create = 1, .no_checksums = no_checksums};
+    crpm_container *c;
+    if (crpm_container_open(&o, &c, NULL) || crpm_container_protect(c, 0, a, n / 8, CRPM_TC_DOUBLE, 8)) {
+        fprintf(stderr, "open %s: %s\n", path, crpm_last_error());
+        exit(1);
+    }
+    return c;
+}
+
+/* Open + recovery of an n-byte array in a fresh process into freshly
+ * allocated memory (first touch included): wall and CPU seconds, or -1.
+ * floor = 1: no library, the least any recovery does: malloc, and memcpy of
+ * the n bytes from a mapping of the file (its first segment's worth, again). */
+static int fresh_recover(const char *path, size_t n, int floor, double t[2])
+{
+    int p[2];
+    if (pipe(p)) return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        double w = now(), u = cpu_now();
+        char *a = malloc(n);
+        if (floor) {
+            crpm_open_opts o = {.path = path};
+            crpm_container *c;
+            if (!a || crpm_container_open(&o, &c, NULL)) _exit(1);
+            w = now(), u = cpu_now(); /* the copy only */
+            const char *src = crpm_container_media(c)->base;
+            size_t have = crpm_container_media(c)->size;
+            for (size_t off = 0; off < n; off += have < n - off ? have : n - off)
+                memcpy(a + off, src, have < n - off ? have : n - off);
+            crpm_container_close(c);
+        } else {
+            crpm_open_opts o = {.path = path};
+            crpm_container *c;
+            if (!a || crpm_container_open(&o, &c, NULL) || crpm_container_protect(c, 0, a, n / 8, CRPM_TC_DOUBLE, 8) ||
+                crpm_container_recover(c)) {
+                fprintf(stderr, "recover: %s\n", crpm_last_error());
+                _exit(1);
+            }
+            crpm_container_close(c);
+        }
+        double r[2] = {now() - w, cpu_now() - u};
+        if (write(p[1], r, sizeof r) != sizeof r) _exit(1);
+        _exit(0);
+    }
+    close(p[1]);
+    int ok = read(p[0], t, 2 * sizeof *t) == 2 * sizeof *t;
+    close(p[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    return ok && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static int bench_checksums(const char *dir, const char *out, size_t *sizes_mb, int nsizes, int reps)
+{
+    char csv_path[600], json_path[600];
+    snprintf(csv_path, sizeof csv_path, "%s/engine_checksums.csv", out);
+    snprintf(json_path, sizeof json_path, "%s/engine_checksums.json", out);
+    FILE *csv = fopen(csv_path, "w"), *js = fopen(json_path, "w");
+    if (!csv || !js) { perror(out); return 1; }
+    fprintf(csv, "size_mb,what,off_s,on_s,ratio,off_min_s,off_max_s,on_min_s,on_max_s,off_cpu_s,on_cpu_s,cpu_ratio,"
+                 "on_gb_per_s\n");
+    fprintf(js, "{\"reps\": %d, \"dir\": \"%s\", \"points\": [\n", reps, dir);
+    printf("data checksums: medians of %d, side by side (off = container created without CRCs); [min..max]\n", reps);
+    printf("%8s %-22s | %9s %9s | %7s | %s\n", "size", "step", "off s", "on s", "on/off", "spread off / on");
+    int first = 1;
+    for (int si = 0; si < nsizes; si++) {
+        size_t n = sizes_mb[si] << 20;
+        char pon[512], poff[512];
+        snprintf(pon, sizeof pon, "%s/bench-crc-on-%d.crpm", dir, (int)getpid());
+        snprintf(poff, sizeof poff, "%s/bench-crc-off-%d.crpm", dir, (int)getpid());
+        unlink(pon);
+        unlink(poff);
+        char *a = malloc(n);
+        if (!a) { fprintf(stderr, "out of memory\n"); return 1; }
+        for (size_t i = 0; i < n; i += 8) *(uint64_t *)(a + i) = rnd();
+        crpm_container *con = open_bench(pon, 0, a, n), *coff = open_bench(poff, 1, a, n);
+        uint64_t id = 0;
+        for (int w = 0; w < 4; w++) { /* steady state: both copies exist, CRC tables trusted */
+            dirty(a, n, 1.0, 0, NULL);
+            if (crpm_container_checkpoint(con, id, NULL) || crpm_container_checkpoint(coff, id++, NULL)) {
+                fprintf(stderr, "%s\n", crpm_last_error());
+                return 1;
+            }
+        }
+        static const double fr[] = {0.01, 1.0};
+        for (int fi = 0; fi < 2; fi++) {
+            double ton[64], toff[64], con_[64], coff_[64];
+            for (int r = 0; r < reps; r++) {
+                dirty(a, n, fr[fi], 0, NULL);
+                /* alternate which goes first: neither always inherits the other's page-cache state */
+                for (int k = 0; k < 2; k++) {
+                    int on = (k + r) % 2;
+                    evict();
+                    double t = now(), u = cpu_now();
+                    if (crpm_container_checkpoint(on ? con : coff, id, NULL)) {
+                        fprintf(stderr, "%s\n", crpm_last_error());
+                        return 1;
+                    }
+                    (on ? ton : toff)[r] = now() - t;
+                    (on ? con_ : coff_)[r] = cpu_now() - u;
+                }
+                id++;
+            }
+            double mon = median(ton, reps), moff = median(toff, reps);
+            double cmon = median(con_, reps), cmoff = median(coff_, reps);
+            char what[64];
+            snprintf(what, sizeof what, "checkpoint %g%% dirty", fr[fi] * 100);
+            printf("%6zuMB %-22s | %9.4f %9.4f | %6.3fx | [%.4f..%.4f] / [%.4f..%.4f] | cpu %.4f %.4f %6.3fx\n",
+                   sizes_mb[si], what, moff, mon, mon / moff, toff[0], toff[reps - 1], ton[0], ton[reps - 1], cmoff,
+                   cmon, cmon / cmoff);
+            fprintf(csv, "%zu,%s,%.6f,%.6f,%.4f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.4f,%.3f\n", sizes_mb[si], what, moff, mon,
+                    mon / moff, toff[0], toff[reps - 1], ton[0], ton[reps - 1], cmoff, cmon, cmon / cmoff,
+                    (double)n / mon / 1e9);
+            fprintf(js, "%s  {\"size_mb\": %zu, \"what\": \"%s\", \"off_s\": %.6f, \"on_s\": %.6f, \"ratio\": %.4f, "
+                        "\"off_cpu_s\": %.6f, \"on_cpu_s\": %.6f, \"cpu_ratio\": %.4f}",
+                    first ? "" : ",\n", sizes_mb[si], what, moff, mon, mon / moff, cmoff, cmon, cmon / cmoff);
+            first = 0;
+        }
+        crpm_container_close(con);
+        crpm_container_close(coff);
+        /* recovery: floor (malloc + memcpy), unverified (container without CRCs), verified */
+        double rt[3][64], rc_[3][64];
+        for (int r = 0; r < reps; r++)
+            for (int k = 0; k < 3; k++) {
+                int v = (k + r) % 3;
+                double t[2];
+                evict();
+                if (fresh_recover(v == 2 ? pon : poff, n, v == 0, t)) return 1;
+                rt[v][r] = t[0];
+                rc_[v][r] = t[1];
+            }
+        static const char *rname[3] = {"floor: malloc+memcpy", "recover, no CRCs", "recover + verify"};
+        double m[3], mc[3];
+        for (int v = 0; v < 3; v++) {
+            m[v] = median(rt[v], reps);
+            mc[v] = median(rc_[v], reps);
+        }
+        for (int v = 0; v < 3; v++) {
+            printf("%6zuMB fresh %-16s | %9.4f s = %5.2f GB/s [%.2f..%.2f] | cpu %.4f s = %5.2f GB/s | vs floor %5.2fx\n",
+                   sizes_mb[si], rname[v], m[v], (double)n / m[v] / 1e9, (double)n / rt[v][reps - 1] / 1e9,
+                   (double)n / rt[v][0] / 1e9, mc[v], (double)n / mc[v] / 1e9, m[v] / m[0]);
+            fprintf(csv, "%zu,fresh %s,%.6f,%.6f,%.4f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.4f,%.3f\n", sizes_mb[si], rname[v],
+                    m[v == 2 ? 1 : 0], m[v], m[v] / m[v == 2 ? 1 : 0], rt[v][0], rt[v][reps - 1], rt[v][0],
+                    rt[v][reps - 1], mc[v == 2 ? 1 : 0], mc[v], mc[v] / mc[v == 2 ? 1 : 0], (double)n / m[v] / 1e9);
+            fprintf(js, ",\n  {\"size_mb\": %zu, \"what\": \"fresh %s\", \"wall_s\": %.6f, \"cpu_s\": %.6f, "
+                        "\"gb_per_s\": %.3f, \"cpu_gb_per_s\": %.3f}",
+                    sizes_mb[si], rname[v], m[v], mc[v], (double)n / m[v] / 1e9, (double)n / mc[v] / 1e9);
+        }
+        unlink(pon);
+        unlink(poff);
+        free(a);
+    }
+    fprintf(js, "\n]}\n");
+    fclose(csv);
+    fclose(js);
+    printf("budget: checkpoint +10%% at 100%% dirty, +5%% at 1%%; recovery >= 5 GB/s verified\nresults: %s %s\n",
+           csv_path, json_path);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = "/dev/shm", *out = "bench/results";
     int reps = 3;
     size_t sizes_mb[8] = {64, 256, 1024};
-    int nsizes = 3;
+    int nsizes = 3, checksums = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
+        if (!strcmp(argv[i], "--checksums")) checksums = 1;
+        else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
@@ -149,11 +331,13 @@ int main(int argc, char **argv)
             for (char *t = strtok(argv[++i], ","); t && nsizes < 8; t = strtok(NULL, ","))
                 sizes_mb[nsizes++] = strtoull(t, NULL, 10);
         } else {
-            fprintf(stderr, "usage: %s [--sizes MB,MB,...] [--reps N] [--dir DIR] [--out DIR]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--checksums] [--sizes MB,MB,...] [--reps N] [--dir DIR] [--out DIR]\n", argv[0]);
             return 2;
         }
     }
     if (reps < 1 || reps > 64) reps = 3;
+    if (checksums)
+        return bench_checksums(dir, out, sizes_mb, nsizes, reps);
     char csv_path[600], json_path[600];
     snprintf(csv_path, sizeof csv_path, "%s/engine.csv", out);
     snprintf(json_path, sizeof json_path, "%s/engine.json", out);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -969,9 +970,27 @@ static int bad_chunk(const crpm_container *c, const crpm_region *r, uint64_t off
  * just written, so the data is read from the container once. */
 #define VERIFY_PIECE (64u << 10)
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* Freshly allocated arrays fault on first touch, one page at a time; asking
+ * the kernel to populate the whole range first is cheaper (best effort:
+ * kernels before 5.14 say EINVAL and the copy faults as before). */
+static void populate(const void *p, uint64_t bytes, int advice)
+{
+    uintptr_t pg = 4096, lo = ((uintptr_t)p + pg - 1) & ~(pg - 1), hi = ((uintptr_t)p + bytes) & ~(pg - 1);
+    if (bytes >= (1u << 20) && hi > lo)
+        (void)madvise((void *)lo, hi - lo, advice);
+}
+
 int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
 {
     uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size, ch = c->sb.crc_chunk;
+    populate(dst, bytes, MADV_POPULATE_WRITE);
     for (uint64_t k = 0; k < r->nsegs; k++) {
         uint64_t off = k * seg, len = bytes - off < seg ? bytes - off : seg;
         const crpm_seg *s = &r->segs[k];
@@ -981,6 +1000,7 @@ int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
         uint32_t phys = s->phys[s->state - 1];
         const char *src = crpm_seg_addr(c, phys);
         char *d = (char *)dst + off;
+        populate(src, len, MADV_POPULATE_READ); /* the container's pages, likewise */
         if (!ch) {
             memcpy(d, src, len);
             continue;
