@@ -100,6 +100,35 @@ CRPM_API int crpm_snapshot(void);
  *   removed or a directory not synced). */
 CRPM_API int crpm_finalize(void);
 
+/* crpm_init with the INI text itself instead of a file name.  Collective;
+ * rank 0's text is the one used (the others may pass the same text).
+ * `origin` names the configuration in messages (may be NULL).  The
+ * environment overrides of crpm_init apply.  Errors: as crpm_init. */
+CRPM_API int crpm_init_text(const char *ini_text, const char *origin, MPI_Comm comm);
+
+/* Longest array name accepted by crpm_set_name, with the terminating NUL. */
+#define CRPM_NAME_MAX 256
+
+/* Local: copy array `id` of the checkpoint crpm_recover would read (the one
+ * agreed at init, or the newest taken since) into its protected memory.  The
+ * array must be protected with the saved element size and count (see
+ * crpm_stored_size).  Does not count as a recovery for crpm_snapshot.
+ * Errors: CRPM_ERR_STATE, CRPM_ERR_NOCKPT (nothing to recover),
+ *   CRPM_ERR_INVAL (id not protected), CRPM_ERR_MISMATCH (id not saved, or
+ *   another size), CRPM_ERR_NOTSUP (the checkpoint is level 4 or method = full:
+ *   only crpm_recover reads those), CRPM_ERR_CORRUPT. */
+CRPM_API int crpm_recover_var(int id);
+
+/* Local: *bytes = size of array `id` in that same checkpoint (0 on error).
+ * Errors: as crpm_recover_var, except that `id` need not be protected. */
+CRPM_API int crpm_stored_size(int id, int64_t *bytes);
+
+/* Local: a name for array `id`, kept until finalize with the array's
+ * description (level-4 files do not record it yet).
+ * Errors: CRPM_ERR_STATE, CRPM_ERR_INVAL (empty or >= CRPM_NAME_MAX chars),
+ *   CRPM_ERR_NOMEM. */
+CRPM_API int crpm_set_name(int id, const char *name);
+
 #ifdef __cplusplus
 }
 #endif

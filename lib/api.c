@@ -2,6 +2,7 @@
  * checkpoint levels (lib/levels).  Every collective entry point ends in an
  * agreement, so one rank's failure is an error on every rank, never a hang. */
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,14 +90,20 @@ static void free_ctx(void)
             MPI_Comm_free(&ctx->comm);
     }
     free(ctx->arrays);
+    crpm_idindex_free(&ctx->array_ids);
+    for (int i = 0; i < ctx->nnames; i++)
+        free(ctx->names[i].name);
+    free(ctx->names);
+    crpm_idindex_free(&ctx->name_ids);
     free(ctx);
     ctx = NULL;
 }
 
 /* ---- init ------------------------------------------------------------------ */
-/* Rank 0 reads the file and broadcasts it: every rank parses the same text
- * (one read of a shared file; identical messages on all ranks). */
-static int load_config(const char *file)
+/* Rank 0 reads the file (or takes `given`) and broadcasts it: every rank
+ * parses the same text (one read of a shared file; identical messages on
+ * all ranks). */
+static int load_config(const char *file, const char *given)
 {
     struct {
         int64_t rc, len;
@@ -105,8 +112,14 @@ static int load_config(const char *file)
     char *text = NULL;
     size_t len = 0;
     if (ctx->rank == 0) {
-        hdr.rc = file ? crpm_config_read_file(file, &text, &len)
-                      : crpm_error(CRPM_ERR_INVAL, "crpm_init: no configuration file given");
+        if (given) {
+            len = strlen(given);
+            text = strdup(given);
+            hdr.rc = text ? CRPM_SUCCESS : crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
+        } else {
+            hdr.rc = file ? crpm_config_read_file(file, &text, &len)
+                          : crpm_error(CRPM_ERR_INVAL, "crpm_init: no configuration file given");
+        }
         hdr.len = (int64_t)len;
         if (hdr.rc == 0 && len > INT_MAX)
             hdr.rc = crpm_error(CRPM_ERR_CONFIG, "config %s: file too large", file);
@@ -133,9 +146,11 @@ static int load_config(const char *file)
     return rc;
 }
 
-int crpm_init(const char *config_file, MPI_Comm comm)
+/* crpm_init and crpm_init_text: the configuration is the file, or `text`
+ * (then config_file only names it in messages). */
+static int init_common(const char *config_file, const char *text, MPI_Comm comm)
 {
-    const char *fn = "crpm_init";
+    const char *fn = text ? "crpm_init_text" : "crpm_init";
     if (ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_init: already initialised"), fn);
     int inited = 0, fin = 0;
@@ -162,7 +177,7 @@ int crpm_init(const char *config_file, MPI_Comm comm)
     MPI_Comm_rank(ctx->comm, &ctx->rank);
     MPI_Comm_size(ctx->comm, &ctx->nranks);
 
-    int rc = load_config(config_file);
+    int rc = load_config(config_file, text);
     if (rc == 0)
         rc = crpm_testhook_parse(ctx);
 #ifndef CRPM_HAVE_HDF5
@@ -200,7 +215,42 @@ int crpm_init(const char *config_file, MPI_Comm comm)
     return CRPM_SUCCESS;
 }
 
+int crpm_init(const char *config_file, MPI_Comm comm) { return init_common(config_file, NULL, comm); }
+
+int crpm_init_text(const char *ini_text, const char *origin, MPI_Comm comm)
+{
+    if (!ini_text)
+        return report(crpm_error(CRPM_ERR_INVAL, "crpm_init_text: no configuration text given"), "crpm_init_text");
+    return init_common(origin ? origin : "(configuration text)", ini_text, comm);
+}
+
 /* ---- protect / status / recover ------------------------------------------- */
+static crpm_idrecs array_recs(void)
+{
+    return (crpm_idrecs){ctx->arrays, sizeof *ctx->arrays, offsetof(crpm_array, id)};
+}
+
+static crpm_idrecs name_recs(void)
+{
+    return (crpm_idrecs){ctx->names, sizeof *ctx->names, offsetof(struct crpm_name, id)};
+}
+
+/* Position of id in the table (n records) through its index, or -1. */
+static int lookup(crpm_idindex *x, crpm_idrecs r, int n, int32_t id)
+{
+    if (crpm_idindex_sync(x, r, n, 1) == 0)
+        return crpm_idindex_find(x, r, id);
+    for (int i = 0; i < n; i++) /* no memory for the index: search */
+        if (*(const int32_t *)(const void *)((const char *)r.base + (size_t)i * r.stride + r.id_off) == id)
+            return i;
+    return -1;
+}
+
+static const char *name_of(int32_t id)
+{
+    int k = lookup(&ctx->name_ids, name_recs(), ctx->nnames, id);
+    return k < 0 ? NULL : ctx->names[k].name;
+}
 int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type)
 {
     const char *fn = "crpm_protect";
@@ -215,10 +265,9 @@ int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type)
     if ((uint64_t)count > SIZE_MAX / (uint64_t)type.size)
         return report(crpm_error(CRPM_ERR_RANGE, "crpm_protect(%d): %lld elements of %lld bytes overflow", id,
                                  (long long)count, (long long)type.size), fn);
-    int i;
-    for (i = 0; i < ctx->narrays; i++)
-        if (ctx->arrays[i].id == id)
-            break;
+    int i = lookup(&ctx->array_ids, array_recs(), ctx->narrays, id);
+    if (i < 0)
+        i = ctx->narrays;
     if (i == ctx->narrays && ctx->narrays == ctx->cap_arrays) {
         int cap = ctx->cap_arrays ? 2 * ctx->cap_arrays : 16;
         crpm_array *a = realloc(ctx->arrays, sizeof *a * (size_t)cap);
@@ -227,14 +276,53 @@ int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type)
         ctx->arrays = a;
         ctx->cap_arrays = cap;
     }
-    crpm_array a = {id, type.code, (uint64_t)type.size, (uint64_t)count, ptr, i < ctx->narrays ? ctx->arrays[i].name : NULL};
+    crpm_array a = {id, type.code, (uint64_t)type.size, (uint64_t)count, ptr, name_of(id)};
     const crpm_level_ops *ops = ctx->primary.ops;
     int rc = ops && ops->protect ? ops->protect(&ctx->primary, &a) : CRPM_SUCCESS;
     if (rc != 0)
         return report(rc, fn);
     ctx->arrays[i] = a;
-    if (i == ctx->narrays)
+    if (i == ctx->narrays) {
         ctx->narrays++;
+        crpm_idindex_append(&ctx->array_ids, array_recs(), i);
+    }
+    return CRPM_SUCCESS;
+}
+
+int crpm_set_name(int id, const char *name)
+{
+    const char *fn = "crpm_set_name";
+    if (!ctx)
+        return report(crpm_error(CRPM_ERR_STATE, "%s(%d): call crpm_init first", fn, id), fn);
+    if (!name || !*name || strlen(name) >= CRPM_NAME_MAX)
+        return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): the name must have 1 to %d characters", fn, id,
+                                 CRPM_NAME_MAX - 1), fn);
+    char *copy = strdup(name);
+    int k = lookup(&ctx->name_ids, name_recs(), ctx->nnames, id);
+    if (copy && k < 0 && ctx->nnames == ctx->cap_names) {
+        int cap = ctx->cap_names ? 2 * ctx->cap_names : 16;
+        struct crpm_name *p = realloc(ctx->names, sizeof *p * (size_t)cap);
+        if (p) {
+            ctx->names = p;
+            ctx->cap_names = cap;
+        } else {
+            free(copy);
+            copy = NULL;
+        }
+    }
+    if (!copy)
+        return report(crpm_error(CRPM_ERR_NOMEM, "%s: out of memory", fn), fn);
+    if (k < 0) {
+        k = ctx->nnames++;
+        ctx->names[k].id = id;
+        ctx->names[k].name = NULL;
+        crpm_idindex_append(&ctx->name_ids, name_recs(), k);
+    }
+    free(ctx->names[k].name);
+    ctx->names[k].name = copy;
+    int i = lookup(&ctx->array_ids, array_recs(), ctx->narrays, id);
+    if (i >= 0)
+        ctx->arrays[i].name = copy;
     return CRPM_SUCCESS;
 }
 
@@ -278,6 +366,63 @@ int crpm_recover(void)
             fflush(stdout);
         }
     }
+    return CRPM_SUCCESS;
+}
+
+/* The saved shape of array id in the checkpoint crpm_recover would read;
+ * *handle for the level's read_one. */
+static int saved_array(int id, const char *fn, crpm_array *shape, int *handle)
+{
+    if (!ctx)
+        return crpm_error(CRPM_ERR_STATE, "%s(%d): call crpm_init first", fn, id);
+    if (ctx->broken)
+        return crpm_error(CRPM_ERR_STATE, "%s(%d): an earlier failed checkpoint left the container in an unknown "
+                          "state; restart the application", fn, id);
+    if (!ctx->source)
+        return crpm_error(CRPM_ERR_NOCKPT, "%s(%d): no checkpoint of job '%s' to read (fresh start)", fn, id,
+                          ctx->cfg.job_name);
+    if (!ctx->source->ops->stored)
+        return crpm_error(CRPM_ERR_NOTSUP, "%s(%d): the checkpoint to recover is a %s checkpoint, which is read "
+                          "whole: use crpm_recover", fn, id, ctx->source->ops->name);
+    int rc = ctx->source->ops->stored(ctx->source, id, shape, handle);
+    if (rc != 0)
+        return crpm_error(rc, "%s(%d): %s (checkpoint %llu)", fn, id, crpm_last_error(),
+                          (unsigned long long)ctx->last_id);
+    return CRPM_SUCCESS;
+}
+
+int crpm_recover_var(int id)
+{
+    const char *fn = "crpm_recover_var";
+    crpm_array saved;
+    int handle, rc = saved_array(id, fn, &saved, &handle);
+    if (rc != 0)
+        return report(rc, fn);
+    int i = lookup(&ctx->array_ids, array_recs(), ctx->narrays, id);
+    if (i < 0)
+        return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): protect array %d first", fn, id, id), fn);
+    const crpm_array *a = &ctx->arrays[i];
+    if (a->elem_size != saved.elem_size || a->count != saved.count)
+        return report(crpm_error(CRPM_ERR_MISMATCH, "%s(%d): the checkpoint holds %llu elements of %llu bytes, "
+                                 "array %d is protected with %llu of %llu bytes (resize it to crpm_stored_size "
+                                 "first)", fn, id, (unsigned long long)saved.count,
+                                 (unsigned long long)saved.elem_size, id, (unsigned long long)a->count,
+                                 (unsigned long long)a->elem_size), fn);
+    rc = crpm_array_bytes(a) ? ctx->source->ops->read_one(ctx->source, handle, a->ptr) : CRPM_SUCCESS;
+    return rc ? report(rc, fn) : CRPM_SUCCESS;
+}
+
+int crpm_stored_size(int id, int64_t *bytes)
+{
+    const char *fn = "crpm_stored_size";
+    if (!bytes)
+        return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): bytes is NULL", fn, id), fn);
+    *bytes = 0;
+    crpm_array saved;
+    int handle, rc = saved_array(id, fn, &saved, &handle);
+    if (rc != 0)
+        return report(rc, fn);
+    *bytes = (int64_t)crpm_array_bytes(&saved);
     return CRPM_SUCCESS;
 }
 

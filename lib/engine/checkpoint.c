@@ -11,6 +11,7 @@
  * With a page-write tracker (change_tracking = pagemap) only blocks on pages
  * the kernel saw written, and blocks where the two copies may differ (the
  * `stale` bitmap), are read: see tracked_segment. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -25,59 +26,23 @@ static double mono(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* ---- id -> region index ---------------------------------------------------
- * Open addressing over region indices, so protecting N arrays is O(N), not
- * O(N^2).  The region table is rebuilt by loads (crpm_free_regions marks the
- * index stale) and compacted by commits (nregions shrinks): whenever it no
- * longer describes exactly regions[0, nregions) it is rebuilt. */
-static uint32_t id_slot(int32_t id, uint32_t mask)
+/* Regions by id (util/idindex.h): rebuilt by loads (crpm_free_regions
+ * invalidates it) and compactions (nregions shrinks). */
+static crpm_idrecs region_recs(const crpm_container *c)
 {
-    return ((uint32_t)id * 2654435761u) >> 7 & mask;
-}
-
-static void index_put(crpm_container *c, int i)
-{
-    uint32_t mask = c->rindex_cap - 1, h = id_slot(c->regions[i].id, mask);
-    while (c->rindex[h] >= 0)
-        h = (h + 1) & mask;
-    c->rindex[h] = i;
-}
-
-static int index_sync(crpm_container *c, int extra)
-{
-    int want = c->nregions + extra;
-    if (c->rindex && c->rindex_n == c->nregions && (uint64_t)want * 2 <= c->rindex_cap)
-        return 0;
-    uint32_t cap = 64;
-    while ((uint64_t)cap < (uint64_t)want * 4)
-        cap *= 2;
-    if (cap != c->rindex_cap || !c->rindex) {
-        int32_t *x = realloc(c->rindex, cap * sizeof *x);
-        if (!x)
-            return -1;
-        c->rindex = x;
-        c->rindex_cap = cap;
-    }
-    memset(c->rindex, 0xff, cap * sizeof *c->rindex);
-    for (int i = 0; i < c->nregions; i++)
-        index_put(c, i);
-    c->rindex_n = c->nregions;
-    return 0;
+    return (crpm_idrecs){c->regions, sizeof *c->regions, offsetof(crpm_region, id)};
 }
 
 static crpm_region *find_region(crpm_container *c, int32_t id)
 {
-    if (index_sync(c, 1) != 0) { /* no memory for the index: search */
+    if (crpm_idindex_sync(&c->rindex, region_recs(c), c->nregions, 1) != 0) { /* no memory: search */
         for (int i = 0; i < c->nregions; i++)
             if (c->regions[i].id == id)
                 return &c->regions[i];
         return NULL;
     }
-    uint32_t mask = c->rindex_cap - 1;
-    for (uint32_t h = id_slot(id, mask); c->rindex[h] >= 0; h = (h + 1) & mask)
-        if (c->regions[c->rindex[h]].id == id)
-            return &c->regions[c->rindex[h]];
-    return NULL;
+    int i = crpm_idindex_find(&c->rindex, region_recs(c), id);
+    return i < 0 ? NULL : &c->regions[i];
 }
 
 int crpm_container_protect(crpm_container *c, int32_t id, void *ptr, uint64_t count, int32_t type_code,
@@ -106,10 +71,7 @@ int crpm_container_protect(crpm_container *c, int32_t id, void *ptr, uint64_t co
         r = &c->regions[c->nregions++];
         memset(r, 0, sizeof *r);
         r->id = id;
-        if (c->rindex && c->rindex_n == c->nregions - 1) { /* find_region left room for one */
-            index_put(c, c->nregions - 1);
-            c->rindex_n = c->nregions;
-        }
+        crpm_idindex_append(&c->rindex, region_recs(c), c->nregions - 1);
     }
     if (r->p_count * r->p_elem_size != count * elem_size)
         r->stale_valid = 0;

@@ -154,7 +154,7 @@ void crpm_free_regions(crpm_container *c)
     free(c->regions);
     c->regions = NULL;
     c->nregions = c->cap_regions = 0;
-    c->rindex_n = -1;
+    crpm_idindex_invalidate(&c->rindex);
 }
 
 /* ---- metadata slots ------------------------------------------------------ */
@@ -862,7 +862,7 @@ fail_nomap:
     free(c->reserved);
     free(c->snap);
     free(c->snap_off);
-    free(c->rindex);
+    crpm_idindex_free(&c->rindex);
     free(c->crc_len);
     free(c->path);
     free(c);
@@ -880,7 +880,7 @@ void crpm_format_close(crpm_container *c)
     free(c->reserved);
     free(c->snap);
     free(c->snap_off);
-    free(c->rindex);
+    crpm_idindex_free(&c->rindex);
     free(c->crc_len);
     free(c->path);
     free(c);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include "crpm_types.h"
 #include "array.h"
+#include "idindex.h"
 #include "error.h"
 #include "persist.h"
 #include "format.h"
@@ -134,9 +135,7 @@ struct crpm_container {
     uint64_t nphys;          /* segments the pool holds (file extent) */
     crpm_region *regions;
     int nregions, cap_regions;
-    int32_t *rindex;          /* id -> index in regions (open addressing, -1 empty) ... */
-    uint32_t rindex_cap;      /* ... slots, a power of two ... */
-    int rindex_n;             /* ... describing regions[0, rindex_n); -1: rebuild */
+    crpm_idindex rindex;     /* regions by id */
     uint8_t *used;           /* per physical segment: referenced or allocated */
     uint64_t used_cap;
     uint32_t *reserved;      /* per physical segment: bytes known to have storage */

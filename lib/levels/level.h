@@ -46,6 +46,11 @@ typedef struct crpm_level_ops {
     int (*undo)(crpm_level *lv);
     /* Reads the checkpoint chosen at restart into the arrays. */
     int (*read)(crpm_level *lv, const crpm_array *a, int n);
+    /* One saved array of the checkpoint to read: its shape (*shape, ptr
+     * NULL) and a handle for read_one.  NULL: the level reads only whole
+     * checkpoints. */
+    int (*stored)(crpm_level *lv, int32_t id, crpm_array *shape, int *handle);
+    int (*read_one)(crpm_level *lv, int handle, void *dst);
     /* Removes this rank's files of the level (finalize without keep). */
     int (*remove)(crpm_level *lv);
     void (*close)(crpm_level *lv);

@@ -28,6 +28,26 @@ static int l1_read(crpm_level *lv, const crpm_array *a, int n)
     return crpm_container_recover(cont(lv));
 }
 
+static int l1_stored(crpm_level *lv, int32_t id, crpm_array *shape, int *handle)
+{
+    int n = crpm_container_nregions(cont(lv));
+    for (int k = 0; k < n; k++) {
+        int rc = crpm_container_region(cont(lv), k, shape);
+        if (rc != 0)
+            return rc;
+        if (shape->id == id) {
+            *handle = k;
+            return CRPM_SUCCESS;
+        }
+    }
+    return crpm_error(CRPM_ERR_MISMATCH, "array %d is not in the checkpoint", id);
+}
+
+static int l1_read_one(crpm_level *lv, int handle, void *dst)
+{
+    return crpm_container_read_region(cont(lv), handle, dst);
+}
+
 static void l1_close(crpm_level *lv) { crpm_container_close(cont(lv)); }
 
 static const crpm_level_ops l1_ops = {
@@ -36,6 +56,8 @@ static const crpm_level_ops l1_ops = {
     .write = l1_write,
     .undo = l1_undo,
     .read = l1_read,
+    .stored = l1_stored,
+    .read_one = l1_read_one,
     .close = l1_close,
 };
 

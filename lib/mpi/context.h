@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 #include "array.h"
+#include "idindex.h"
 #include "config.h"
 #include "level.h"
 
@@ -28,9 +29,14 @@ typedef struct crpm_ctx {
     int broken;                /* a failed undo left the container state unknown */
     uint64_t last_id;          /* last checkpoint id (snapshot numbers from here) */
 
-    /* protected arrays, in protect order */
+    /* protected arrays, in protect order, and their ids */
     crpm_array *arrays;
     int narrays, cap_arrays;
+    crpm_idindex array_ids;
+    /* names given with crpm_set_name, by id (owned strings) */
+    struct crpm_name { int32_t id; char *name; } *names;
+    int nnames, cap_names;
+    crpm_idindex name_ids;
 
     /* snapshot schedule */
     long iters_since;
