@@ -40,13 +40,15 @@ int main(int argc, char **argv)
     if (rank == 0)
         for (int x = 0; x < NX; x++)
             g[x] = 100.0;
-    int step = 0;
+    int step = 0, restarted = FTI_Status() != 0;
     FTI_Protect(0, &step, 1, FTI_INTG);
     FTI_Protect(1, g, (ROWS + 2) * NX, FTI_DBLE);
 
     int up = rank > 0 ? rank - 1 : MPI_PROC_NULL, down = rank < nprocs - 1 ? rank + 1 : MPI_PROC_NULL;
     for (; step < steps; step++) {
-        FTI_Snapshot();
+        if (FTI_Snapshot() == FTI_SCES && restarted && rank == 0)
+            printf("recovered at step %d\n", step);
+        restarted = 0;
         MPI_Sendrecv(&g[NX], NX, MPI_DOUBLE, up, 1, &g[(ROWS + 1) * NX], NX, MPI_DOUBLE, down, 1, FTI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
         MPI_Sendrecv(&g[ROWS * NX], NX, MPI_DOUBLE, down, 2, &g[0], NX, MPI_DOUBLE, up, 2, FTI_COMM_WORLD,

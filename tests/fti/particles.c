@@ -52,7 +52,7 @@ int main(int argc, char **argv)
     FTI_AddScalarField(ptype, "hits", FTI_INTG, offsetof(particle, hits));
 
     int counts[2] = {0, 0}; /* step, particles */
-    int n = 64 + 16 * rank;
+    int n = 2000 + 16 * rank;
     particle *p = malloc(sizeof *p * (size_t)n);
     for (int i = 0; i < n; i++)
         p[i] = (particle){{0.5, 0.5, 0.5}, {0.001 * (i % 7 + 1), 0.0007 * (i % 5 + 1), 0.0003 * (rank + 1)},
@@ -81,6 +81,8 @@ int main(int argc, char **argv)
             MPI_Abort(FTI_COMM_WORLD, 1);
         }
         n = counts[1];
+        if (rank == 0)
+            printf("recovered at step %d with %d particles\n", counts[0], n);
         if (FTI_Status() != 0) {
             fprintf(stderr, "rank %d: FTI_Status() is not 0 after the recovery\n", rank);
             MPI_Abort(FTI_COMM_WORLD, 1);

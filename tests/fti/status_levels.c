@@ -41,6 +41,8 @@ int main(int argc, char **argv)
                 MPI_Abort(FTI_COMM_WORLD, 1);
             }
             recoveries++;
+            if (rank == 0)
+                printf("recovered at iteration %d\n", iter);
             if (FTI_Status() != 0) {
                 fprintf(stderr, "rank %d: FTI_Status() is not 0 after a recovery\n", rank);
                 MPI_Abort(FTI_COMM_WORLD, 1);
