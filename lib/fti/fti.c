@@ -16,6 +16,7 @@
 #include <crpm.h>
 
 #include "fti_config.h"
+#include "fti_internal.h"
 
 MPI_Comm FTI_COMM_WORLD = MPI_COMM_NULL;
 
@@ -79,8 +80,7 @@ static struct {
 /* ---- messages ---------------------------------------------------------- */
 /* FTI's rule: a message is printed when its level is at least the configured
  * verbosity; errors always are.  `all`: every rank, else rank 0 only. */
-static void say(int level, int all, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(int level, int all, const char *fmt, ...)
+void fti_say(int level, int all, const char *fmt, ...)
 {
     int v = F.init ? F.cfg.verbosity : 2;
     if (level < v && level != FTI_EROR)
@@ -104,21 +104,7 @@ static void say(int level, int all, const char *fmt, ...)
 
 static int not_init(const char *fn)
 {
-    say(FTI_EROR, 1, "%s: FTI is not initialised (call FTI_Init first)", fn);
-    return FTI_NSCS;
-}
-
-/* Calls with no counterpart in libcrpm: said once per function and process. */
-static int unsupported(const char *fn, const char *what)
-{
-    static char seen[32][40];
-    static int nseen;
-    for (int i = 0; i < nseen; i++)
-        if (strcmp(seen[i], fn) == 0)
-            return FTI_NSCS;
-    if (nseen < 32)
-        snprintf(seen[nseen++], sizeof seen[0], "%s", fn);
-    say(FTI_EROR, 1, "%s is not supported by libcrpm's FTI layer (%s); it returns FTI_NSCS", fn, what);
+    fti_say(FTI_EROR, 1, "%s: FTI is not initialised (call FTI_Init first)", fn);
     return FTI_NSCS;
 }
 
@@ -148,12 +134,12 @@ static fti_id_t new_type(const char *fn, size_t size, const char *name, int comp
         return not_init(fn);
     crpm_type_t ct;
     if (size == 0 || size > (size_t)INT64_MAX || crpm_init_type(&ct, size) != CRPM_SUCCESS) {
-        say(FTI_EROR, 1, "%s: the size of a type must be > 0 (got %zu)", fn, size);
+        fti_say(FTI_EROR, 1, "%s: the size of a type must be > 0 (got %zu)", fn, size);
         return FTI_NSCS;
     }
     type_rec *t = realloc(F.types, sizeof *t * (size_t)(F.ntypes + 1));
     if (!t) {
-        say(FTI_EROR, 1, "%s: out of memory", fn);
+        fti_say(FTI_EROR, 1, "%s: out of memory", fn);
         return FTI_NSCS;
     }
     F.types = t;
@@ -168,7 +154,7 @@ static fti_id_t new_type(const char *fn, size_t size, const char *name, int comp
 int FTI_InitType(fti_id_t *type, int size)
 {
     if (!type) {
-        say(FTI_EROR, 1, "FTI_InitType: type is NULL");
+        fti_say(FTI_EROR, 1, "FTI_InitType: type is NULL");
         return FTI_NSCS;
     }
     fti_id_t t = new_type("FTI_InitType", size > 0 ? (size_t)size : 0, NULL, 0);
@@ -191,34 +177,34 @@ static int add_field(const char *fn, fti_id_t id, const char *name, fti_id_t fty
         return not_init(fn);
     crpm_type_t fct;
     if (id < NPREDEF || id >= NPREDEF + F.ntypes || !F.types[id - NPREDEF].composite) {
-        say(FTI_EROR, 1, "%s: %d is not a composite type (FTI_InitCompositeType)", fn, id);
+        fti_say(FTI_EROR, 1, "%s: %d is not a composite type (FTI_InitCompositeType)", fn, id);
         return FTI_NSCS;
     }
     if (type_of(ftype, &fct) != 0) {
-        say(FTI_EROR, 1, "%s: field type %d does not exist", fn, ftype);
+        fti_say(FTI_EROR, 1, "%s: field type %d does not exist", fn, ftype);
         return FTI_NSCS;
     }
     if (ndims < 0 || ndims > FTI_MAX_DIMS || (ndims > 0 && !dims)) {
-        say(FTI_EROR, 1, "%s: %d dimensions (at most %d)", fn, ndims, FTI_MAX_DIMS);
+        fti_say(FTI_EROR, 1, "%s: %d dimensions (at most %d)", fn, ndims, FTI_MAX_DIMS);
         return FTI_NSCS;
     }
     uint64_t bytes = (uint64_t)fct.size;
     for (int d = 0; d < ndims; d++) {
         if (dims[d] <= 0) {
-            say(FTI_EROR, 1, "%s: dimension %d of field '%s' is %d", fn, d, name ? name : "", dims[d]);
+            fti_say(FTI_EROR, 1, "%s: dimension %d of field '%s' is %d", fn, d, name ? name : "", dims[d]);
             return FTI_NSCS;
         }
         bytes *= (uint64_t)dims[d];
     }
     type_rec *t = &F.types[id - NPREDEF];
     if (offset > (uint64_t)t->ct.size || bytes > (uint64_t)t->ct.size - offset) {
-        say(FTI_EROR, 1, "%s: field '%s' (%llu bytes at offset %zu) does not fit in the %lld bytes of type %d", fn,
+        fti_say(FTI_EROR, 1, "%s: field '%s' (%llu bytes at offset %zu) does not fit in the %lld bytes of type %d", fn,
             name ? name : "", (unsigned long long)bytes, offset, (long long)t->ct.size, id);
         return FTI_NSCS;
     }
     field *f = realloc(t->fields, sizeof *f * (size_t)(t->nfields + 1));
     if (!f) {
-        say(FTI_EROR, 1, "%s: out of memory", fn);
+        fti_say(FTI_EROR, 1, "%s: out of memory", fn);
         return FTI_NSCS;
     }
     t->fields = f;
@@ -241,7 +227,7 @@ int FTI_AddScalarField(fti_id_t id, const char *name, fti_id_t fid, size_t offse
 int FTI_AddVectorField(fti_id_t id, const char *name, fti_id_t tid, size_t offset, int ndims, int *dim_sizes)
 {
     if (ndims < 1) {
-        say(FTI_EROR, 1, "FTI_AddVectorField: field '%s' needs at least one dimension", name ? name : "");
+        fti_say(FTI_EROR, 1, "FTI_AddVectorField: field '%s' needs at least one dimension", name ? name : "");
         return FTI_NSCS;
     }
     return add_field("FTI_AddVectorField", id, name, tid, offset, ndims, dim_sizes);
@@ -263,14 +249,14 @@ int FTI_Protect(int id, void *ptr, int64_t count, fti_id_t tid)
         return not_init(fn);
     crpm_type_t ct;
     if (type_of(tid, &ct) != 0) {
-        say(FTI_EROR, 1, "%s(%d): type %d does not exist", fn, id, tid);
+        fti_say(FTI_EROR, 1, "%s(%d): type %d does not exist", fn, id, tid);
         return FTI_NSCS;
     }
     var_rec *v = find_var(id);
     if (!v) {
         var_rec *nv = realloc(F.vars, sizeof *nv * (size_t)(F.nvars + 1));
         if (!nv) {
-            say(FTI_EROR, 1, "%s: out of memory", fn);
+            fti_say(FTI_EROR, 1, "%s: out of memory", fn);
             return FTI_NSCS;
         }
         F.vars = nv;
@@ -293,7 +279,7 @@ static int set_name(const char *fn, var_rec *v, const char *name)
     if (!name || !*name)
         return FTI_SCES;
     if (strlen(name) >= FTI_BUFS) {
-        say(FTI_EROR, 1, "%s(%d): name longer than %d characters", fn, v->id, FTI_BUFS - 1);
+        fti_say(FTI_EROR, 1, "%s(%d): name longer than %d characters", fn, v->id, FTI_BUFS - 1);
         return FTI_NSCS;
     }
     if (crpm_set_name(v->id, name) != CRPM_SUCCESS)
@@ -306,7 +292,7 @@ static var_rec *protected_var(const char *fn, int id)
 {
     var_rec *v = find_var(id);
     if (!v)
-        say(FTI_EROR, 1, "%s: variable %d is not protected (call FTI_Protect first)", fn, id);
+        fti_say(FTI_EROR, 1, "%s: variable %d is not protected (call FTI_Protect first)", fn, id);
     return v;
 }
 
@@ -320,7 +306,7 @@ int FTI_SetAttribute(int id, FTIT_attribute attribute, FTIT_attributeFlag flag)
         return FTI_NSCS;
     if (flag & FTI_ATTRIBUTE_DIM) {
         if (attribute.dim.ndims < 0 || attribute.dim.ndims > FTI_MAX_DIMS) {
-            say(FTI_EROR, 1, "%s(%d): %d dimensions (at most %d)", fn, id, attribute.dim.ndims, FTI_MAX_DIMS);
+            fti_say(FTI_EROR, 1, "%s(%d): %d dimensions (at most %d)", fn, id, attribute.dim.ndims, FTI_MAX_DIMS);
             return FTI_NSCS;
         }
         v->dim = attribute.dim;
@@ -342,13 +328,13 @@ int FTI_DefineDataset(int id, int rank, int *dimLength, const char *name, FTIT_H
     if (!v)
         return FTI_NSCS;
     if (rank < 0 || rank > FTI_MAX_DIMS || (rank > 0 && !dimLength)) {
-        say(FTI_EROR, 1, "%s(%d): rank %d (at most %d dimensions)", fn, id, rank, FTI_MAX_DIMS);
+        fti_say(FTI_EROR, 1, "%s(%d): rank %d (at most %d dimensions)", fn, id, rank, FTI_MAX_DIMS);
         return FTI_NSCS;
     }
     FTIT_dimension d = {.ndims = rank};
     for (int i = 0; i < rank; i++) {
         if (dimLength[i] < 0) {
-            say(FTI_EROR, 1, "%s(%d): dimension %d is %d", fn, id, i, dimLength[i]);
+            fti_say(FTI_EROR, 1, "%s(%d): dimension %d is %d", fn, id, i, dimLength[i]);
             return FTI_NSCS;
         }
         d.count[i] = (FTIT_hsize_t)dimLength[i];
@@ -362,14 +348,14 @@ int FTI_InitGroup(FTIT_H5Group *h5group, const char *name, FTIT_H5Group *parent)
     if (!F.init)
         return not_init("FTI_InitGroup");
     if (!h5group || !name || strlen(name) >= FTI_BUFS) {
-        say(FTI_EROR, 1, "FTI_InitGroup: need a group and a name shorter than %d characters", FTI_BUFS);
+        fti_say(FTI_EROR, 1, "FTI_InitGroup: need a group and a name shorter than %d characters", FTI_BUFS);
         return FTI_NSCS;
     }
     memset(h5group, 0, sizeof *h5group);
     snprintf(h5group->name, sizeof h5group->name, "%s", name);
     const char *up = parent ? parent->fullName : "";
     if ((size_t)snprintf(h5group->fullName, sizeof h5group->fullName, "%s/%s", up, name) >= FTI_BUFS) {
-        say(FTI_EROR, 1, "FTI_InitGroup: full name of '%s' too long", name);
+        fti_say(FTI_EROR, 1, "FTI_InitGroup: full name of '%s' too long", name);
         return FTI_NSCS;
     }
     if (parent && parent->childrenNo < FTI_BUFS)
@@ -382,7 +368,7 @@ int FTI_RenameGroup(FTIT_H5Group *h5group, const char *name)
     if (!F.init)
         return not_init("FTI_RenameGroup");
     if (!h5group || !name || strlen(name) >= FTI_BUFS) {
-        say(FTI_EROR, 1, "FTI_RenameGroup: need a group and a name shorter than %d characters", FTI_BUFS);
+        fti_say(FTI_EROR, 1, "FTI_RenameGroup: need a group and a name shorter than %d characters", FTI_BUFS);
         return FTI_NSCS;
     }
     snprintf(h5group->name, sizeof h5group->name, "%s", name);
@@ -396,7 +382,7 @@ int FTI_setIDFromString(const char *name)
     if (!F.init)
         return not_init("FTI_setIDFromString");
     if (!name || strlen(name) >= FTI_BUFS) {
-        say(FTI_EROR, 1, "FTI_setIDFromString: need a name shorter than %d characters", FTI_BUFS);
+        fti_say(FTI_EROR, 1, "FTI_setIDFromString: need a name shorter than %d characters", FTI_BUFS);
         return FTI_NSCS;
     }
     int next = 0;
@@ -411,7 +397,7 @@ int FTI_setIDFromString(const char *name)
             next = F.vars[i].id + 1;
     str_id *n = realloc(F.ids, sizeof *n * (size_t)(F.nids + 1));
     if (!n) {
-        say(FTI_EROR, 1, "FTI_setIDFromString: out of memory");
+        fti_say(FTI_EROR, 1, "FTI_setIDFromString: out of memory");
         return FTI_NSCS;
     }
     F.ids = n;
@@ -446,17 +432,17 @@ static int map_level(int level)
     case FTI_L2:
     case FTI_L3:
         if (!F.notice_l23++)
-            say(FTI_WARN, 0, "checkpoint levels 2 and 3 are taken as level 1 (libcrpm has no partner copies or "
+            fti_say(FTI_WARN, 0, "checkpoint levels 2 and 3 are taken as level 1 (libcrpm has no partner copies or "
                 "erasure coding yet); said once");
         return CRPM_L1;
     case FTI_L4:
         if (F.cfg.glbl_dir[0])
             return CRPM_L4;
         if (!F.notice_l4++)
-            say(FTI_WARN, 0, "level 4 needs glbl_dir in the configuration: taken as level 1; said once");
+            fti_say(FTI_WARN, 0, "level 4 needs glbl_dir in the configuration: taken as level 1; said once");
         return CRPM_L1;
     default:
-        say(FTI_EROR, 1, "FTI_Checkpoint: level %d is not supported (1 to 4, or 5 to 8 for differential)", level);
+        fti_say(FTI_EROR, 1, "FTI_Checkpoint: level %d is not supported (1 to 4, or 5 to 8 for differential)", level);
         return -1;
     }
 }
@@ -516,7 +502,7 @@ int FTI_Snapshot(void)
     double mine = MPI_Wtime() - F.t0, elapsed = 0;
     int mrc = MPI_Allreduce(&mine, &elapsed, 1, MPI_DOUBLE, MPI_MAX, F.comm);
     if (mrc != MPI_SUCCESS) {
-        say(FTI_EROR, 1, "FTI_Snapshot: MPI_Allreduce failed (%d)", mrc);
+        fti_say(FTI_EROR, 1, "FTI_Snapshot: MPI_Allreduce failed (%d)", mrc);
         return FTI_NSCS;
     }
     /* The highest level whose interval has passed again; a checkpoint at one
@@ -542,7 +528,7 @@ int FTI_RecoverVarInit(void)
     if (!F.init)
         return not_init("FTI_RecoverVarInit");
     if (!have_checkpoint()) {
-        say(FTI_EROR, 1, "FTI_RecoverVarInit: there is no checkpoint to recover from (fresh start)");
+        fti_say(FTI_EROR, 1, "FTI_RecoverVarInit: there is no checkpoint to recover from (fresh start)");
         return FTI_NREC;
     }
     return FTI_SCES;
@@ -590,13 +576,13 @@ void *FTI_Realloc(int id, void *ptr)
     if (!v || type_of(v->type, &ct) != 0 || crpm_stored_size(id, &bytes) != CRPM_SUCCESS)
         return ptr;
     if (bytes == 0 || bytes % ct.size != 0) {
-        say(FTI_WARN, 1, "%s(%d): stored size %lld is not a positive multiple of the element size %lld; "
+        fti_say(FTI_WARN, 1, "%s(%d): stored size %lld is not a positive multiple of the element size %lld; "
             "not reallocated", fn, id, (long long)bytes, (long long)ct.size);
         return ptr;
     }
     void *np = realloc(ptr, (size_t)bytes);
     if (!np) {
-        say(FTI_EROR, 1, "%s(%d): cannot allocate %lld bytes", fn, id, (long long)bytes);
+        fti_say(FTI_EROR, 1, "%s(%d): cannot allocate %lld bytes", fn, id, (long long)bytes);
         return NULL;
     }
     if (FTI_Protect(id, np, bytes / ct.size, v->type) != FTI_SCES)
@@ -705,20 +691,20 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm)
     MPI_Initialized(&mpi);
     MPI_Finalized(&fin);
     if (!mpi || fin) {
-        say(FTI_EROR, 1, "FTI_Init: MPI is not initialised");
+        fti_say(FTI_EROR, 1, "FTI_Init: MPI is not initialised");
         return FTI_NSCS;
     }
     if (F.init) {
-        say(FTI_EROR, 1, "FTI_Init: FTI is already initialised");
+        fti_say(FTI_EROR, 1, "FTI_Init: FTI is already initialised");
         return FTI_NSCS;
     }
     if (globalComm == MPI_COMM_NULL) {
-        say(FTI_EROR, 1, "FTI_Init: the communicator is MPI_COMM_NULL");
+        fti_say(FTI_EROR, 1, "FTI_Init: the communicator is MPI_COMM_NULL");
         return FTI_NSCS;
     }
     release();
     if (MPI_Comm_dup(globalComm, &F.comm) != MPI_SUCCESS) {
-        say(FTI_EROR, 1, "FTI_Init: MPI_Comm_dup failed");
+        fti_say(FTI_EROR, 1, "FTI_Init: MPI_Comm_dup failed");
         return FTI_NSCS;
     }
     F.have_comm = 1;
@@ -740,7 +726,7 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm)
     }
     if (bad) {
         if (F.rank == 0)
-            say(FTI_EROR, 1, "%s", err);
+            fti_say(FTI_EROR, 1, "%s", err);
         release();
         return FTI_NSCS;
     }
@@ -756,7 +742,7 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm)
         MPI_Comm_free(&FTI_COMM_WORLD);
     F.own_world = 0;
     if (MPI_Comm_dup(globalComm, &FTI_COMM_WORLD) != MPI_SUCCESS) {
-        say(FTI_EROR, 1, "FTI_Init: MPI_Comm_dup failed");
+        fti_say(FTI_EROR, 1, "FTI_Init: MPI_Comm_dup failed");
         crpm_finalize();
         release();
         return FTI_NSCS;
@@ -767,13 +753,13 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm)
     F.t0 = MPI_Wtime();
 
     if (F.cfg.head)
-        say(FTI_WARN, 0, "head = 1: libcrpm runs without head processes; all %d ranks run the application and "
+        fti_say(FTI_WARN, 0, "head = 1: libcrpm runs without head processes; all %d ranks run the application and "
             "FTI_COMM_WORLD holds them all", F.nranks);
     if (F.cfg.ignored[0])
-        say(FTI_WARN, 0, "%s: keys with no meaning in libcrpm, ignored: %s%s", configFile, F.cfg.ignored,
+        fti_say(FTI_WARN, 0, "%s: keys with no meaning in libcrpm, ignored: %s%s", configFile, F.cfg.ignored,
             F.cfg.restart_keys ? " (a restart is decided from the checkpoints found; the file is never rewritten)"
                                : "");
-    say(FTI_INFO, 0, "FTI on libcrpm: %d ranks, %s", F.nranks,
+    fti_say(FTI_INFO, 0, "FTI on libcrpm: %d ranks, %s", F.nranks,
         F.pending ? "a checkpoint is available (FTI_Status() = 1)" : "fresh start");
     return FTI_SCES;
 }
@@ -785,91 +771,4 @@ int FTI_Finalize(void)
     int rc = crpm_finalize();
     release();
     return rc == CRPM_SUCCESS ? FTI_SCES : FTI_NSCS;
-}
-
-/* ---- calls without a counterpart ------------------------------------------- */
-int FTI_BitFlip(int datasetID)
-{
-    (void)datasetID;
-    return unsupported("FTI_BitFlip", "no fault injection");
-}
-
-int FTI_InitICP(int id, int level, bool activate)
-{
-    (void)id; (void)level; (void)activate;
-    return unsupported("FTI_InitICP", "no incremental checkpoints: use FTI_Checkpoint, which is differential");
-}
-
-int FTI_AddVarICP(int varID)
-{
-    (void)varID;
-    return unsupported("FTI_AddVarICP", "no incremental checkpoints: use FTI_Checkpoint, which is differential");
-}
-
-int FTI_FinalizeICP(void)
-{
-    return unsupported("FTI_FinalizeICP", "no incremental checkpoints: use FTI_Checkpoint, which is differential");
-}
-
-int FTI_GetStageDir(char *stageDir, int maxLen)
-{
-    (void)stageDir; (void)maxLen;
-    return unsupported("FTI_GetStageDir", "no file staging");
-}
-
-int FTI_GetStageStatus(int ID)
-{
-    (void)ID;
-    return unsupported("FTI_GetStageStatus", "no file staging");
-}
-
-int FTI_SendFile(const char *lpath, const char *rpath)
-{
-    (void)lpath; (void)rpath;
-    return unsupported("FTI_SendFile", "no file staging");
-}
-
-#define NO_VPR "no global datasets: level 4 writes each rank's arrays"
-int FTI_DefineGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength, const char *name, FTIT_H5Group *h5group,
-                            fti_id_t tid)
-{
-    (void)id; (void)rank; (void)dimLength; (void)name; (void)h5group; (void)tid;
-    return unsupported("FTI_DefineGlobalDataset", NO_VPR);
-}
-
-int FTI_AddSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int did)
-{
-    (void)id; (void)rank; (void)offset; (void)count; (void)did;
-    return unsupported("FTI_AddSubset", NO_VPR);
-}
-
-int FTI_UpdateGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength)
-{
-    (void)id; (void)rank; (void)dimLength;
-    return unsupported("FTI_UpdateGlobalDataset", NO_VPR);
-}
-
-int FTI_UpdateSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int did)
-{
-    (void)id; (void)rank; (void)offset; (void)count; (void)did;
-    return unsupported("FTI_UpdateSubset", NO_VPR);
-}
-
-int FTI_RecoverDatasetDimension(int did)
-{
-    (void)did;
-    return unsupported("FTI_RecoverDatasetDimension", NO_VPR);
-}
-
-FTIT_hsize_t *FTI_GetDatasetSpan(int did, int rank)
-{
-    (void)did; (void)rank;
-    unsupported("FTI_GetDatasetSpan", NO_VPR);
-    return NULL;
-}
-
-int FTI_GetDatasetRank(int did)
-{
-    (void)did;
-    return unsupported("FTI_GetDatasetRank", NO_VPR);
 }

@@ -20,12 +20,15 @@ typedef struct fti_settings {
 
 /* Parses the text of FTI configuration file `file` (name for messages).
  * Returns 0, or -1 with a message naming the file and line in err. */
+__attribute__((visibility("hidden")))
 int fti_config_parse(const char *text, const char *file, fti_settings *s, char *err, size_t errlen);
 
 /* The equivalent libcrpm INI text (malloc'ed), or NULL if out of memory. */
+__attribute__((visibility("hidden")))
 char *fti_config_crpm_text(const fti_settings *s);
 
 /* libcrpm verbosity for an FTI verbosity. */
+__attribute__((visibility("hidden")))
 int fti_config_crpm_verbosity(int fti_verbosity);
 
 #endif
