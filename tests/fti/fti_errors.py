@@ -44,7 +44,9 @@ def expect(name, ok, out):
     print("%s: %s" % (name, "ok" if ok else "FAILED"), flush=True)
     if not ok:
         failures.append(name)
-        print("\n".join("    | " + x for x in out.rstrip().split("\n")[-25:]))
+        lines = out.rstrip().split("\n")
+        shown = [x for x in lines if "CHECK failed" in x][:10] + lines[-15:]
+        print("\n".join("    | " + x for x in shown))
 
 
 GOOD = """[basic]
