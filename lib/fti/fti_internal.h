@@ -1,0 +1,15 @@
+/* Shared by the files of libfti; not exported. */
+#ifndef CRPM_FTI_INTERNAL_H
+#define CRPM_FTI_INTERNAL_H
+
+/* A message in FTI's manner: printed when `level` (FTI_DBUG..FTI_EROR) is at
+ * least the configured verbosity, errors always; `all`: on every rank that
+ * calls, else on rank 0 only. */
+__attribute__((visibility("hidden"), format(printf, 3, 4)))
+void fti_say(int level, int all, const char *fmt, ...);
+
+/* Says once per process that `fn` is not supported (why: `what`); FTI_NSCS. */
+__attribute__((visibility("hidden")))
+int fti_unsupported(const char *fn, const char *what);
+
+#endif

@@ -1,0 +1,109 @@
+/* Calls of FTI's interface that have no counterpart in libcrpm (staging,
+ * incremental checkpoints, fault injection, global datasets): each returns
+ * FTI_NSCS (or NULL) and says so once per process, never crashes. */
+#include <fti.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "fti_internal.h"
+
+/* Calls with no counterpart in libcrpm: said once per function and process. */
+int fti_unsupported(const char *fn, const char *what)
+{
+    static char seen[32][40];
+    static int nseen;
+    for (int i = 0; i < nseen; i++)
+        if (strcmp(seen[i], fn) == 0)
+            return FTI_NSCS;
+    if (nseen < 32)
+        snprintf(seen[nseen++], sizeof seen[0], "%s", fn);
+    fti_say(FTI_EROR, 1, "%s is not supported by libcrpm's FTI layer (%s); it returns FTI_NSCS", fn, what);
+    return FTI_NSCS;
+}
+
+int FTI_BitFlip(int datasetID)
+{
+    (void)datasetID;
+    return fti_unsupported("FTI_BitFlip", "no fault injection");
+}
+
+int FTI_InitICP(int id, int level, bool activate)
+{
+    (void)id; (void)level; (void)activate;
+    return fti_unsupported("FTI_InitICP", "no incremental checkpoints: use FTI_Checkpoint, which is differential");
+}
+
+int FTI_AddVarICP(int varID)
+{
+    (void)varID;
+    return fti_unsupported("FTI_AddVarICP", "no incremental checkpoints: use FTI_Checkpoint, which is differential");
+}
+
+int FTI_FinalizeICP(void)
+{
+    return fti_unsupported("FTI_FinalizeICP", "no incremental checkpoints: use FTI_Checkpoint, which is differential");
+}
+
+int FTI_GetStageDir(char *stageDir, int maxLen)
+{
+    (void)stageDir; (void)maxLen;
+    return fti_unsupported("FTI_GetStageDir", "no file staging");
+}
+
+int FTI_GetStageStatus(int ID)
+{
+    (void)ID;
+    return fti_unsupported("FTI_GetStageStatus", "no file staging");
+}
+
+int FTI_SendFile(const char *lpath, const char *rpath)
+{
+    (void)lpath; (void)rpath;
+    return fti_unsupported("FTI_SendFile", "no file staging");
+}
+
+#define NO_VPR "no global datasets: level 4 writes each rank's arrays"
+int FTI_DefineGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength, const char *name, FTIT_H5Group *h5group,
+                            fti_id_t tid)
+{
+    (void)id; (void)rank; (void)dimLength; (void)name; (void)h5group; (void)tid;
+    return fti_unsupported("FTI_DefineGlobalDataset", NO_VPR);
+}
+
+int FTI_AddSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int did)
+{
+    (void)id; (void)rank; (void)offset; (void)count; (void)did;
+    return fti_unsupported("FTI_AddSubset", NO_VPR);
+}
+
+int FTI_UpdateGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength)
+{
+    (void)id; (void)rank; (void)dimLength;
+    return fti_unsupported("FTI_UpdateGlobalDataset", NO_VPR);
+}
+
+int FTI_UpdateSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int did)
+{
+    (void)id; (void)rank; (void)offset; (void)count; (void)did;
+    return fti_unsupported("FTI_UpdateSubset", NO_VPR);
+}
+
+int FTI_RecoverDatasetDimension(int did)
+{
+    (void)did;
+    return fti_unsupported("FTI_RecoverDatasetDimension", NO_VPR);
+}
+
+FTIT_hsize_t *FTI_GetDatasetSpan(int did, int rank)
+{
+    (void)did; (void)rank;
+    fti_unsupported("FTI_GetDatasetSpan", NO_VPR);
+    return NULL;
+}
+
+int FTI_GetDatasetRank(int did)
+{
+    (void)did;
+    return fti_unsupported("FTI_GetDatasetRank", NO_VPR);
+}

@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""Error cases and messages of libcrpm's FTI layer.
+
+Runs the semantics program, then FTI_Init on bad FTI configuration files:
+each must fail on every rank with a message naming the file and the line,
+without hanging; a configuration with keys that do not apply must run with
+one warning; no configuration file is ever modified.
+Usage: fti_errors.py --semantics EXE --init-only EXE --config-dir DIR --workdir DIR
+"""
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+failures = []
+
+
+def launcher():
+    exe = os.environ.get("CRPM_MPIEXEC") or "mpirun"
+    flags = os.environ.get("CRPM_MPIEXEC_FLAGS")
+    if flags is None:
+        flags = "--oversubscribe --allow-run-as-root"
+    return [exe] + shlex.split(flags)
+
+
+def run(np, argv, cwd, env=None, timeout=90):
+    e = dict(os.environ)
+    e.pop("CRPM_CKPT_DIR", None)
+    e.pop("CRPM_JOB_NAME", None)
+    e["OMPI_MCA_btl_vader_backing_directory"] = cwd
+    e.update(env or {})
+    cmd = [launcher()[0], "-n", str(np)] + launcher()[1:] + argv
+    try:
+        p = subprocess.run(cmd, cwd=cwd, env=e, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=timeout, start_new_session=True)
+    except subprocess.TimeoutExpired as x:
+        return None, (x.stdout or b"").decode("utf-8", "replace")
+    return p.returncode, p.stdout.decode("utf-8", "replace")
+
+
+def expect(name, ok, out):
+    print("%s: %s" % (name, "ok" if ok else "FAILED"), flush=True)
+    if not ok:
+        failures.append(name)
+        lines = out.rstrip().split("\n")
+        shown = [x for x in lines if "CHECK failed" in x][:10] + lines[-15:]
+        print("\n".join("    | " + x for x in shown))
+
+
+GOOD = """[basic]
+head = 0
+node_size = 2
+ckpt_dir = ./Local
+glbl_dir = ./Global
+meta_dir = ./Meta
+ckpt_l1 = 3
+ckpt_l2 = 5
+ckpt_l3 = 7
+ckpt_l4 = 11
+verbosity = 2
+"""
+
+# name -> (configuration text, [texts that must all appear], FTI_Init's return)
+BAD = {
+    "syntax": ("[basic]\nckpt_dir = ./Local\nthis line has no equals sign\n",
+               ["bad.fti, line 3: syntax error"], -1),
+    "no_ckpt_dir": ("[basic]\nglbl_dir = ./Global\nckpt_l1 = 1\n", ["bad.fti: ckpt_dir is missing"], -1),
+    "interval": (GOOD.replace("ckpt_l1 = 3", "ckpt_l1 = ten"),
+                 ["bad.fti, line 7: bad value 'ten' for ckpt_l1: expected minutes"], -1),
+    "negative": (GOOD.replace("ckpt_l4 = 11", "ckpt_l4 = -2"), ["line 10: bad value '-2' for ckpt_l4"], -1),
+    "head": (GOOD.replace("head = 0", "head = 2"), ["line 2: bad value '2' for head: expected 0 or 1"], -1),
+    "verbosity": (GOOD.replace("verbosity = 2", "verbosity = 9"), ["line 11: bad value '9' for verbosity"], -1),
+    "duplicate": (GOOD + "ckpt_dir = ./Other\n", ["line 12: duplicate key 'ckpt_dir' (first set on line 4)"], -1),
+    "l4_no_glbl": (GOOD.replace("glbl_dir = ./Global\n", ""), ["ckpt_l4 = 11 needs glbl_dir"], -1),
+    "node_size": (GOOD.replace("node_size = 2", "node_size = 0"), ["bad value '0' for node_size"], -1),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--semantics", required=True)
+    ap.add_argument("--init-only", required=True)
+    ap.add_argument("--config-dir", required=True)
+    ap.add_argument("--workdir", required=True)
+    a = ap.parse_args()
+    for k in ("semantics", "init_only", "config_dir", "workdir"):
+        setattr(a, k, os.path.abspath(getattr(a, k)))
+    shutil.rmtree(a.workdir, ignore_errors=True)
+    os.makedirs(a.workdir)
+
+    # semantics, with the configuration checked to be left untouched
+    d = os.path.join(a.workdir, "semantics")
+    os.makedirs(d)
+    cfg = os.path.join(a.config_dir, "semantics.fti")
+    before = (open(cfg, "rb").read(), os.stat(cfg).st_mtime_ns)
+    rc, out = run(4, [a.semantics, cfg], d)
+    expect("semantics program", rc == 0 and "passed: 0 failed checks" in out, out)
+    expect("levels 2 and 3 noticed once per FTI_Init",
+           out.count("levels 2 and 3 are taken as level 1") == 2, out)
+    expect("head = 1 runs without heads and says so", out.count("head = 1: libcrpm runs without head") == 2, out)
+    for fn in ("FTI_BitFlip", "FTI_InitICP", "FTI_AddVarICP", "FTI_FinalizeICP", "FTI_GetStageDir",
+               "FTI_GetStageStatus", "FTI_SendFile", "FTI_GetDatasetSpan"):
+        expect("%s says it is not supported (on each rank, once)" % fn,
+               out.count("error: %s is not supported by libcrpm's FTI layer" % fn) == 4, out)
+    expect("calls before FTI_Init say so", out.count("FTI_Checkpoint: FTI is not initialised") == 4, out)
+    expect("semantics config left untouched", (open(cfg, "rb").read(), os.stat(cfg).st_mtime_ns) == before, "")
+
+    # bad configurations: every rank fails, rank 0 explains
+    for name, (text, msgs, code) in BAD.items():
+        d = os.path.join(a.workdir, name)
+        os.makedirs(d)
+        path = os.path.join(d, "bad.fti")
+        with open(path, "w") as f:
+            f.write(text)
+        mtime = os.stat(path).st_mtime_ns
+        rc, out = run(4, [a.init_only, path], d)
+        ok = rc not in (0, None) and all(m in out for m in msgs) and "FTI_Init returned %d" % code in out
+        ok = ok and out.count("error: FTI config") == 1 and os.stat(path).st_mtime_ns == mtime
+        expect("bad config: %s" % name, ok, out)
+
+    d = os.path.join(a.workdir, "missing")
+    os.makedirs(d)
+    rc, out = run(4, [a.init_only, os.path.join(d, "nothing.fti")], d)
+    expect("missing config file", rc not in (0, None) and "nothing.fti: cannot open: No such file" in out, out)
+
+    rc, out = run(2, [a.init_only, os.path.join(a.config_dir, "semantics.fti")], d, {"CRPM_FTI_MINUTE": "soon"})
+    expect("bad CRPM_FTI_MINUTE", rc not in (0, None) and "CRPM_FTI_MINUTE='soon'" in out, out)
+
+    # keys that do not apply: one warning, the job runs
+    d = os.path.join(a.workdir, "ignored")
+    os.makedirs(d)
+    path = os.path.join(d, "extra.fti")
+    with open(path, "w") as f:
+        f.write(GOOD + "keep_last_ckpt = 1\nenable_staging = 1\n[restart]\nfailure = 1\nexec_id = x\n"
+                "[injection]\nrank = 0\n[advanced]\nlocal_test = 1\n")
+    before = open(path, "rb").read()
+    rc, out = run(4, [a.init_only, path], d)
+    expect("keys that do not apply: one warning", rc == 0 and out.count("keys with no meaning in libcrpm") == 1
+           and "enable_staging, [restart] failure, [restart] exec_id, [injection] rank, [advanced] local_test"
+           in out and "never rewritten" in out, out)
+    # keep_last_ckpt = 1 left a checkpoint of 4 ranks: 2 ranks cannot use it
+    rc, out = run(2, [a.init_only, path], d)
+    expect("unusable checkpoint: FTI_NREC", rc not in (0, None) and "FTI_Init returned -2" in out
+           and "more than the 2 ranks" in out, out)
+    rc, out = run(4, [a.init_only, path], d)
+    expect("relaunch with the unchanged file restarts", rc == 0 and "checkpoint is available" in out, out)
+    expect("config with [restart] failure left untouched", open(path, "rb").read() == before, "")
+
+    if not failures:
+        shutil.rmtree(a.workdir, ignore_errors=True)
+    print("%d failed" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
