@@ -1,10 +1,9 @@
 /* C side of module fti (fti.F90): what ISO_C_BINDING cannot reach directly
  * in the C layer's fti.h -- MPI_Comm_f2c/c2f (macros or MPI-internal
- * functions), the FTI_COMM_WORLD and predefined type variables, and
- * FTI_Protect's int32_t count, which a Fortran array can exceed. */
-#include <limits.h>
+ * functions) and the FTI_COMM_WORLD and predefined type variables.  The
+ * other calls pass through, so the module never depends on how fti.h
+ * declares them beyond their C types. */
 #include <stdint.h>
-#include <stdio.h>
 
 #include <mpi.h>
 
@@ -60,12 +59,7 @@ int ftif_type(int family, int size, int *id)
 
 int ftif_protect(int id, void *ptr, int64_t count, int tid)
 {
-    if (count < 0 || count > INT32_MAX) {
-        fprintf(stderr, "[FTI Error] FTI_Protect: variable %d has %lld elements; FTI counts at most %d\n",
-                id, (long long)count, INT32_MAX);
-        return FTI_NSCS;
-    }
-    return FTI_Protect(id, ptr, (int32_t)count, (fti_id_t)tid);
+    return FTI_Protect(id, ptr, count, (fti_id_t)tid);
 }
 
 int64_t ftif_stored_size(int id)
