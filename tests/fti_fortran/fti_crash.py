@@ -99,9 +99,9 @@ def main():
                         why = "launch %d printed a progress line the reference never printed: %r" % (i + 1, x)
         if a.expect_recovery:
             recoveries += sum(len(crpmtest.matching(l["text"], a.expect_recovery)) for l in launches)
-        kills = ", ".join("%.2fs" % l["killed_after"] for l in launches if l["killed_after"] is not None)
-        print("trial %d: %s (%d launches; killed at %s)" % (t, "FAILED: " + why if why else "ok", len(launches),
-                                                          kills or "-"))
+        runs = ", ".join("killed at %.2fs" % l["killed_after"] if l["killed_after"] is not None
+                         else "ran %.2fs" % l["elapsed"] for l in launches)
+        print("trial %d: %s (%s)" % (t, "FAILED: " + why if why else "ok", runs))
         if why:
             failed += 1
         else:
