@@ -246,7 +246,7 @@ program test_fti_protect
   use ftip_other
   implicit none
   character(len=256) :: mode_s, config
-  integer :: ierr, nbad, total_bad, comm, status, mode
+  integer :: ierr, nbad, total_bad, comm, status, mode, c_vals(4)
   integer, pointer :: early
 
   interface
@@ -264,10 +264,10 @@ program test_fti_protect
 
   if (mode_s == 'offline') then
      ! The module's constants are the C layer's.
-     if (FTI_SCES /= c_const(0) .or. FTI_NSCS /= c_const(1) .or. FTI_NREC /= c_const(2) .or. &
-          FTI_DONE /= c_const(3)) then
+     c_vals = [c_const(0), c_const(1), c_const(2), c_const(3)]
+     if (any([FTI_SCES, FTI_NSCS, FTI_NREC, FTI_DONE] /= c_vals)) then
         write (error_unit, '(a,4i4,a,4i4)') 'constants differ from fti.h:', FTI_SCES, FTI_NSCS, &
-             FTI_NREC, FTI_DONE, ' vs', c_const(0), c_const(1), c_const(2), c_const(3)
+             FTI_NREC, FTI_DONE, ' vs', c_vals
         nbad = nbad + 1
      end if
      ! Before FTI_Init no type handle exists yet.
