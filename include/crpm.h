@@ -153,6 +153,36 @@ typedef struct crpm_stats {
 /* last: the most recent checkpoint; total: since init.  Either may be NULL. */
 int crpm_get_stats(crpm_stats_t *last, crpm_stats_t *total);
 
+/* ---- additions for the FTI compatibility layer (lib/fti) ------------------ */
+
+/* Longest array name accepted by crpm_set_name, with the terminating NUL. */
+#define CRPM_NAME_MAX 256
+
+/* crpm_init with the INI text itself instead of a file name.  Collective;
+ * rank 0's text is the one used (the others may pass the same text).
+ * `origin` names the configuration in messages (may be NULL).  The
+ * environment overrides of crpm_init apply.  Errors: as crpm_init. */
+int crpm_init_text(const char *ini_text, const char *origin, MPI_Comm comm);
+
+/* Local: copy array `id` of the checkpoint crpm_recover would read (the one
+ * agreed at init, or the newest taken since) into its protected memory.  The
+ * array must be protected with the saved element size and count (see
+ * crpm_stored_size).  Does not count as a recovery for crpm_snapshot.
+ * Errors: CRPM_ERR_STATE, CRPM_ERR_NOCKPT (nothing to recover),
+ * CRPM_ERR_INVAL (id not protected), CRPM_ERR_MISMATCH (id not saved, or
+ * other size), CRPM_ERR_NOTSUP (the checkpoint is level 4 or method = full:
+ * only crpm_recover reads those). */
+int crpm_recover_var(int id);
+
+/* Local: *bytes = size of array `id` in that same checkpoint (0 on error).
+ * Errors: as crpm_recover_var, except that `id` need not be protected. */
+int crpm_stored_size(int id, int64_t *bytes);
+
+/* Local: a name for array `id` (kept until finalize, for level-4 files).
+ * Errors: CRPM_ERR_STATE, CRPM_ERR_INVAL (empty or >= CRPM_NAME_MAX chars),
+ * CRPM_ERR_NOMEM. */
+int crpm_set_name(int id, const char *name);
+
 #ifdef __cplusplus
 }
 #endif

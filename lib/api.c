@@ -89,6 +89,8 @@ static struct {
     double last_ckpt_time;
     long snap_ckpts;
     crpm_stats_t last, total;
+    struct { int32_t id; char name[CRPM_NAME_MAX]; } *names; /* crpm_set_name */
+    int nnames, cap_names;
 } g;
 
 /* Until a configuration says otherwise, errors are printed. */
@@ -333,14 +335,16 @@ static void reset_state(void)
             MPI_Comm_free(&g.comm);
     }
     free(g.regions);
+    free(g.names);
     memset(&g, 0, sizeof g);
     g.comm = MPI_COMM_NULL;
     verbosity = 1;
 }
 
-/* Rank 0 reads the file and broadcasts it: every rank parses the same text
- * (one read of a shared file; identical messages on all ranks). */
-static int load_config(const char *file)
+/* Rank 0 reads the file (or takes `given`, crpm_init_text) and broadcasts
+ * it: every rank parses the same text (one read of a shared file; identical
+ * messages on all ranks). */
+static int load_config(const char *file, const char *given)
 {
     struct {
         int64_t rc, len;
@@ -349,8 +353,14 @@ static int load_config(const char *file)
     char *text = NULL;
     size_t len = 0;
     if (g.rank == 0) {
-        hdr.rc = file ? crpm_config_read_file(file, &text, &len)
-                      : crpm_error(CRPM_ERR_INVAL, "crpm_init: no configuration file given");
+        if (given) {
+            len = strlen(given);
+            text = strdup(given);
+            hdr.rc = text ? CRPM_SUCCESS : crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
+        } else {
+            hdr.rc = file ? crpm_config_read_file(file, &text, &len)
+                          : crpm_error(CRPM_ERR_INVAL, "crpm_init: no configuration file given");
+        }
         hdr.len = (int64_t)len;
         if (hdr.rc < 0)
             snprintf(hdr.msg, sizeof hdr.msg, "%s", crpm_last_error());
@@ -716,9 +726,11 @@ static crpm_full_region *full_regions(void)
     return r;
 }
 
-int crpm_init(const char *config_file, MPI_Comm comm)
+/* crpm_init and crpm_init_text: the configuration is the file, or `text`
+ * (then config_file only names it in messages). */
+static int init_common(const char *config_file, const char *text, MPI_Comm comm)
 {
-    const char *fn = "crpm_init";
+    const char *fn = text ? "crpm_init_text" : "crpm_init";
     if (g.initialized)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_init: already initialised"), fn);
     int inited = 0, fin = 0;
@@ -743,7 +755,7 @@ int crpm_init(const char *config_file, MPI_Comm comm)
     MPI_Comm_rank(g.comm, &g.rank);
     MPI_Comm_size(g.comm, &g.nranks);
 
-    int rc = load_config(config_file);
+    int rc = load_config(config_file, text);
     if (rc == 0) {
         verbosity = g.cfg.verbosity;
         rc = parse_kill_env();
@@ -800,6 +812,8 @@ int crpm_init(const char *config_file, MPI_Comm comm)
                g.status);
     return CRPM_SUCCESS;
 }
+
+int crpm_init(const char *config_file, MPI_Comm comm) { return init_common(config_file, NULL, comm); }
 
 /* ---- protect / status / recover ------------------------------------------- */
 int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type)
@@ -1087,5 +1101,112 @@ int crpm_get_stats(crpm_stats_t *last, crpm_stats_t *total)
         *last = g.last;
     if (total)
         *total = g.total;
+    return CRPM_SUCCESS;
+}
+
+/* ==== Additions for the FTI compatibility layer (lib/fti) ====================
+ * Small public functions that layer needs; see the matching block in crpm.h. */
+
+int crpm_init_text(const char *ini_text, const char *origin, MPI_Comm comm)
+{
+    if (!ini_text)
+        return report(crpm_error(CRPM_ERR_INVAL, "crpm_init_text: no configuration text given"), "crpm_init_text");
+    return init_common(origin ? origin : "(configuration text)", ini_text, comm);
+}
+
+/* Index of protected array `id` in g.regions, or -1. */
+static int protected_index(int id)
+{
+    for (int i = 0; i < g.nregions; i++)
+        if (g.regions[i].id == id)
+            return i;
+    return -1;
+}
+
+/* Index of array `id` in the committed level-1 checkpoint, with its info; a
+ * negative code (message set) when it cannot be read from there. */
+static int saved_region(int id, const char *fn, crpm_region_info *info)
+{
+    if (!g.initialized)
+        return crpm_error(CRPM_ERR_STATE, "%s(%d): call crpm_init first", fn, id);
+    if (g.broken)
+        return crpm_error(CRPM_ERR_STATE, "%s(%d): an earlier failed checkpoint left the container in an "
+                          "unknown state; restart the application", fn, id);
+    if (g.source == SRC_NONE)
+        return crpm_error(CRPM_ERR_NOCKPT, "%s(%d): no checkpoint of job '%s' to read (fresh start)", fn, id,
+                          g.cfg.job_name);
+    if (g.source != SRC_L1)
+        return crpm_error(CRPM_ERR_NOTSUP, "%s(%d): the checkpoint to recover is a %s checkpoint, which is "
+                          "read whole: use crpm_recover", fn, id, g.source == SRC_L4 ? "level-4" : "method = full");
+    int n = crpm_container_nregions(g.c);
+    for (int k = 0; k < n; k++) {
+        int rc = crpm_container_region(g.c, k, info);
+        if (rc != 0)
+            return rc;
+        if (info->id == id)
+            return k;
+    }
+    return crpm_error(CRPM_ERR_MISMATCH, "%s(%d): array %d is not in checkpoint %llu", fn, id, id,
+                      (unsigned long long)g.last_id);
+}
+
+int crpm_recover_var(int id)
+{
+    const char *fn = "crpm_recover_var";
+    crpm_region_info info;
+    int k = saved_region(id, fn, &info);
+    if (k < 0)
+        return report(k, fn);
+    int i = protected_index(id);
+    if (i < 0)
+        return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): protect array %d first", fn, id, id), fn);
+    const region *r = &g.regions[i];
+    if (r->elem_size != info.elem_size || r->count != info.count)
+        return report(crpm_error(CRPM_ERR_MISMATCH, "%s(%d): the checkpoint holds %llu elements of %llu bytes, "
+                                 "array %d is protected with %llu of %llu bytes (resize it to crpm_stored_size "
+                                 "first)", fn, id, (unsigned long long)info.count,
+                                 (unsigned long long)info.elem_size, id, (unsigned long long)r->count,
+                                 (unsigned long long)r->elem_size), fn);
+    int rc = info.nbytes ? crpm_container_read_region(g.c, k, r->ptr) : CRPM_SUCCESS;
+    return rc ? report(rc, fn) : CRPM_SUCCESS;
+}
+
+int crpm_stored_size(int id, int64_t *bytes)
+{
+    const char *fn = "crpm_stored_size";
+    if (!bytes)
+        return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): bytes is NULL", fn, id), fn);
+    *bytes = 0;
+    crpm_region_info info;
+    int k = saved_region(id, fn, &info);
+    if (k < 0)
+        return report(k, fn);
+    *bytes = (int64_t)info.nbytes;
+    return CRPM_SUCCESS;
+}
+
+int crpm_set_name(int id, const char *name)
+{
+    const char *fn = "crpm_set_name";
+    if (!g.initialized)
+        return report(crpm_error(CRPM_ERR_STATE, "%s(%d): call crpm_init first", fn, id), fn);
+    if (!name || !*name || strlen(name) >= CRPM_NAME_MAX)
+        return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): the name must have 1 to %d characters", fn, id,
+                                 CRPM_NAME_MAX - 1), fn);
+    int i = 0;
+    while (i < g.nnames && g.names[i].id != id)
+        i++;
+    if (i == g.nnames && g.nnames == g.cap_names) {
+        int cap = g.cap_names ? 2 * g.cap_names : 16;
+        void *p = realloc(g.names, sizeof *g.names * (size_t)cap);
+        if (!p)
+            return report(crpm_error(CRPM_ERR_NOMEM, "%s: out of memory", fn), fn);
+        g.names = p;
+        g.cap_names = cap;
+    }
+    g.names[i].id = id;
+    snprintf(g.names[i].name, sizeof g.names[i].name, "%s", name);
+    if (i == g.nnames)
+        g.nnames++;
     return CRPM_SUCCESS;
 }

@@ -1,0 +1,875 @@
+/* FTI 1.6 interface on libcrpm's public API (crpm.h) only.
+ *
+ * libcrpm does the checkpointing, the restart decision and the agreement
+ * between ranks; this layer keeps what FTI has and libcrpm does not: type
+ * handles, variable names and dimensions, string ids, FTI's status and
+ * snapshot semantics with per-level timers, and the level mapping. */
+#include <fti.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <crpm.h>
+
+#include "fti_config.h"
+
+MPI_Comm FTI_COMM_WORLD = MPI_COMM_NULL;
+
+/* Predefined handles: indexes into predef[] below. */
+fti_id_t FTI_CHAR = 0, FTI_SHRT = 1, FTI_INTG = 2, FTI_LONG = 3, FTI_UCHR = 4, FTI_USHT = 5, FTI_UINT = 6,
+         FTI_ULNG = 7, FTI_SFLT = 8, FTI_DBLE = 9, FTI_LDBE = 10;
+#define NPREDEF 11
+
+typedef struct field {
+    char name[FTI_BUFS];
+    fti_id_t type;
+    size_t offset;
+    int ndims;
+    int dims[FTI_MAX_DIMS];
+} field;
+
+typedef struct type_rec {
+    crpm_type_t ct;
+    char name[FTI_BUFS];
+    int composite;
+    field *fields;
+    int nfields;
+} type_rec;
+
+typedef struct var_rec {
+    int id;
+    void *ptr;
+    int64_t count;
+    fti_id_t type;
+    char name[FTI_BUFS];
+    FTIT_dimension dim;
+} var_rec;
+
+typedef struct str_id {
+    char name[FTI_BUFS];
+    int id;
+} str_id;
+
+static struct {
+    int init;
+    int own_world;          /* FTI_COMM_WORLD is ours to free at the next init */
+    MPI_Comm comm;          /* private duplicate for the snapshot timers */
+    int have_comm;          /* comm is set */
+    int rank, nranks;
+    fti_settings cfg;
+    int pending;            /* a checkpoint waits to be recovered (FTI_Status) */
+    double minute;          /* seconds per configured minute */
+    double t0;              /* start of the snapshot timers */
+    long long ticks[5];     /* intervals of each level already served */
+    int snap_id;            /* id of the last FTI_Snapshot checkpoint */
+    long ckpts;             /* checkpoints taken in this run */
+    int notice_l23, notice_l4;
+    type_rec *types;        /* handles NPREDEF.. */
+    int ntypes;
+    var_rec *vars;
+    int nvars;
+    str_id *ids;
+    int nids;
+} F;
+
+/* ---- messages ---------------------------------------------------------- */
+/* FTI's rule: a message is printed when its level is at least the configured
+ * verbosity; errors always are.  `all`: every rank, else rank 0 only. */
+static void say(int level, int all, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(int level, int all, const char *fmt, ...)
+{
+    int v = F.init ? F.cfg.verbosity : 2;
+    if (level < v && level != FTI_EROR)
+        return;
+    if (!all && F.init && F.rank != 0)
+        return;
+    int rank = F.init ? F.rank : -1, mpi = 0, fin = 0;
+    MPI_Initialized(&mpi);
+    MPI_Finalized(&fin);
+    if (rank < 0 && mpi && !fin)
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *tag = level == FTI_EROR ? "error" : level == FTI_WARN ? "warning" : "info";
+    fprintf(level >= FTI_WARN ? stderr : stdout, "[FTI/libcrpm rank %d] %s: %s\n", rank, tag, msg);
+    fflush(level >= FTI_WARN ? stderr : stdout);
+}
+
+static int not_init(const char *fn)
+{
+    say(FTI_EROR, 1, "%s: FTI is not initialised (call FTI_Init first)", fn);
+    return FTI_NSCS;
+}
+
+/* Calls with no counterpart in libcrpm: said once per function and process. */
+static int unsupported(const char *fn, const char *what)
+{
+    static char seen[32][40];
+    static int nseen;
+    for (int i = 0; i < nseen; i++)
+        if (strcmp(seen[i], fn) == 0)
+            return FTI_NSCS;
+    if (nseen < 32)
+        snprintf(seen[nseen++], sizeof seen[0], "%s", fn);
+    say(FTI_EROR, 1, "%s is not supported by libcrpm's FTI layer (%s); it returns FTI_NSCS", fn, what);
+    return FTI_NSCS;
+}
+
+/* ---- types ------------------------------------------------------------- */
+static int type_of(fti_id_t t, crpm_type_t *ct)
+{
+    static const crpm_type_t *const pre[NPREDEF] = {&CRPM_CHAR, &CRPM_SHORT, &CRPM_INT, &CRPM_LONG, &CRPM_BYTE,
+                                                    NULL, &CRPM_UINT, &CRPM_ULONG, &CRPM_FLOAT, &CRPM_DOUBLE,
+                                                    &CRPM_LDOUBLE};
+    if (t >= 0 && t < NPREDEF) {
+        if (pre[t])
+            *ct = *pre[t];
+        else
+            crpm_init_type(ct, sizeof(unsigned short)); /* no unsigned 16-bit code: a 2-byte record */
+        return 0;
+    }
+    if (t >= NPREDEF && t < NPREDEF + F.ntypes) {
+        *ct = F.types[t - NPREDEF].ct;
+        return 0;
+    }
+    return -1;
+}
+
+static fti_id_t new_type(const char *fn, size_t size, const char *name, int composite)
+{
+    if (!F.init)
+        return not_init(fn);
+    crpm_type_t ct;
+    if (size == 0 || size > (size_t)INT64_MAX || crpm_init_type(&ct, size) != CRPM_SUCCESS) {
+        say(FTI_EROR, 1, "%s: the size of a type must be > 0 (got %zu)", fn, size);
+        return FTI_NSCS;
+    }
+    type_rec *t = realloc(F.types, sizeof *t * (size_t)(F.ntypes + 1));
+    if (!t) {
+        say(FTI_EROR, 1, "%s: out of memory", fn);
+        return FTI_NSCS;
+    }
+    F.types = t;
+    t += F.ntypes;
+    memset(t, 0, sizeof *t);
+    t->ct = ct;
+    t->composite = composite;
+    snprintf(t->name, sizeof t->name, "%s", name ? name : "");
+    return NPREDEF + F.ntypes++;
+}
+
+int FTI_InitType(fti_id_t *type, int size)
+{
+    if (!type) {
+        say(FTI_EROR, 1, "FTI_InitType: type is NULL");
+        return FTI_NSCS;
+    }
+    fti_id_t t = new_type("FTI_InitType", size > 0 ? (size_t)size : 0, NULL, 0);
+    if (t < 0)
+        return FTI_NSCS;
+    *type = t;
+    return FTI_SCES;
+}
+
+fti_id_t FTI_InitCompositeType(const char *name, size_t size, FTIT_H5Group *h5g)
+{
+    (void)h5g; /* the group only places the type in an HDF5 file */
+    return new_type("FTI_InitCompositeType", size, name, 1);
+}
+
+static int add_field(const char *fn, fti_id_t id, const char *name, fti_id_t ftype, size_t offset, int ndims,
+                     const int *dims)
+{
+    if (!F.init)
+        return not_init(fn);
+    crpm_type_t fct;
+    if (id < NPREDEF || id >= NPREDEF + F.ntypes || !F.types[id - NPREDEF].composite) {
+        say(FTI_EROR, 1, "%s: %d is not a composite type (FTI_InitCompositeType)", fn, id);
+        return FTI_NSCS;
+    }
+    if (type_of(ftype, &fct) != 0) {
+        say(FTI_EROR, 1, "%s: field type %d does not exist", fn, ftype);
+        return FTI_NSCS;
+    }
+    if (ndims < 0 || ndims > FTI_MAX_DIMS || (ndims > 0 && !dims)) {
+        say(FTI_EROR, 1, "%s: %d dimensions (at most %d)", fn, ndims, FTI_MAX_DIMS);
+        return FTI_NSCS;
+    }
+    uint64_t bytes = (uint64_t)fct.size;
+    for (int d = 0; d < ndims; d++) {
+        if (dims[d] <= 0) {
+            say(FTI_EROR, 1, "%s: dimension %d of field '%s' is %d", fn, d, name ? name : "", dims[d]);
+            return FTI_NSCS;
+        }
+        bytes *= (uint64_t)dims[d];
+    }
+    type_rec *t = &F.types[id - NPREDEF];
+    if (offset > (uint64_t)t->ct.size || bytes > (uint64_t)t->ct.size - offset) {
+        say(FTI_EROR, 1, "%s: field '%s' (%llu bytes at offset %zu) does not fit in the %lld bytes of type %d", fn,
+            name ? name : "", (unsigned long long)bytes, offset, (long long)t->ct.size, id);
+        return FTI_NSCS;
+    }
+    field *f = realloc(t->fields, sizeof *f * (size_t)(t->nfields + 1));
+    if (!f) {
+        say(FTI_EROR, 1, "%s: out of memory", fn);
+        return FTI_NSCS;
+    }
+    t->fields = f;
+    f += t->nfields++;
+    memset(f, 0, sizeof *f);
+    snprintf(f->name, sizeof f->name, "%s", name ? name : "");
+    f->type = ftype;
+    f->offset = offset;
+    f->ndims = ndims;
+    for (int d = 0; d < ndims; d++)
+        f->dims[d] = dims[d];
+    return FTI_SCES;
+}
+
+int FTI_AddScalarField(fti_id_t id, const char *name, fti_id_t fid, size_t offset)
+{
+    return add_field("FTI_AddScalarField", id, name, fid, offset, 0, NULL);
+}
+
+int FTI_AddVectorField(fti_id_t id, const char *name, fti_id_t tid, size_t offset, int ndims, int *dim_sizes)
+{
+    if (ndims < 1) {
+        say(FTI_EROR, 1, "FTI_AddVectorField: field '%s' needs at least one dimension", name ? name : "");
+        return FTI_NSCS;
+    }
+    return add_field("FTI_AddVectorField", id, name, tid, offset, ndims, dim_sizes);
+}
+
+/* ---- variables and names ----------------------------------------------- */
+static var_rec *find_var(int id)
+{
+    for (int i = 0; i < F.nvars; i++)
+        if (F.vars[i].id == id)
+            return &F.vars[i];
+    return NULL;
+}
+
+int FTI_Protect(int id, void *ptr, int64_t count, fti_id_t tid)
+{
+    const char *fn = "FTI_Protect";
+    if (!F.init)
+        return not_init(fn);
+    crpm_type_t ct;
+    if (type_of(tid, &ct) != 0) {
+        say(FTI_EROR, 1, "%s(%d): type %d does not exist", fn, id, tid);
+        return FTI_NSCS;
+    }
+    var_rec *v = find_var(id);
+    if (!v) {
+        var_rec *nv = realloc(F.vars, sizeof *nv * (size_t)(F.nvars + 1));
+        if (!nv) {
+            say(FTI_EROR, 1, "%s: out of memory", fn);
+            return FTI_NSCS;
+        }
+        F.vars = nv;
+        v = &F.vars[F.nvars];
+        memset(v, 0, sizeof *v);
+        v->id = id;
+    }
+    if (crpm_protect(id, ptr, count, ct) != CRPM_SUCCESS)
+        return FTI_NSCS; /* libcrpm said why */
+    if (v == &F.vars[F.nvars])
+        F.nvars++;
+    v->ptr = ptr;
+    v->count = count;
+    v->type = tid;
+    return FTI_SCES;
+}
+
+static int set_name(const char *fn, var_rec *v, const char *name)
+{
+    if (!name || !*name)
+        return FTI_SCES;
+    if (strlen(name) >= FTI_BUFS) {
+        say(FTI_EROR, 1, "%s(%d): name longer than %d characters", fn, v->id, FTI_BUFS - 1);
+        return FTI_NSCS;
+    }
+    if (crpm_set_name(v->id, name) != CRPM_SUCCESS)
+        return FTI_NSCS;
+    snprintf(v->name, sizeof v->name, "%s", name);
+    return FTI_SCES;
+}
+
+static var_rec *protected_var(const char *fn, int id)
+{
+    var_rec *v = find_var(id);
+    if (!v)
+        say(FTI_EROR, 1, "%s: variable %d is not protected (call FTI_Protect first)", fn, id);
+    return v;
+}
+
+int FTI_SetAttribute(int id, FTIT_attribute attribute, FTIT_attributeFlag flag)
+{
+    const char *fn = "FTI_SetAttribute";
+    if (!F.init)
+        return not_init(fn);
+    var_rec *v = protected_var(fn, id);
+    if (!v)
+        return FTI_NSCS;
+    if (flag & FTI_ATTRIBUTE_DIM) {
+        if (attribute.dim.ndims < 0 || attribute.dim.ndims > FTI_MAX_DIMS) {
+            say(FTI_EROR, 1, "%s(%d): %d dimensions (at most %d)", fn, id, attribute.dim.ndims, FTI_MAX_DIMS);
+            return FTI_NSCS;
+        }
+        v->dim = attribute.dim;
+    }
+    if (flag & FTI_ATTRIBUTE_NAME) {
+        attribute.name[FTI_BUFS - 1] = '\0';
+        return set_name(fn, v, attribute.name);
+    }
+    return FTI_SCES;
+}
+
+int FTI_DefineDataset(int id, int rank, int *dimLength, const char *name, FTIT_H5Group *h5group)
+{
+    const char *fn = "FTI_DefineDataset";
+    (void)h5group;
+    if (!F.init)
+        return not_init(fn);
+    var_rec *v = protected_var(fn, id);
+    if (!v)
+        return FTI_NSCS;
+    if (rank < 0 || rank > FTI_MAX_DIMS || (rank > 0 && !dimLength)) {
+        say(FTI_EROR, 1, "%s(%d): rank %d (at most %d dimensions)", fn, id, rank, FTI_MAX_DIMS);
+        return FTI_NSCS;
+    }
+    FTIT_dimension d = {.ndims = rank};
+    for (int i = 0; i < rank; i++) {
+        if (dimLength[i] < 0) {
+            say(FTI_EROR, 1, "%s(%d): dimension %d is %d", fn, id, i, dimLength[i]);
+            return FTI_NSCS;
+        }
+        d.count[i] = (FTIT_hsize_t)dimLength[i];
+    }
+    v->dim = d;
+    return set_name(fn, v, name);
+}
+
+int FTI_InitGroup(FTIT_H5Group *h5group, const char *name, FTIT_H5Group *parent)
+{
+    if (!F.init)
+        return not_init("FTI_InitGroup");
+    if (!h5group || !name || strlen(name) >= FTI_BUFS) {
+        say(FTI_EROR, 1, "FTI_InitGroup: need a group and a name shorter than %d characters", FTI_BUFS);
+        return FTI_NSCS;
+    }
+    memset(h5group, 0, sizeof *h5group);
+    snprintf(h5group->name, sizeof h5group->name, "%s", name);
+    const char *up = parent ? parent->fullName : "";
+    if ((size_t)snprintf(h5group->fullName, sizeof h5group->fullName, "%s/%s", up, name) >= FTI_BUFS) {
+        say(FTI_EROR, 1, "FTI_InitGroup: full name of '%s' too long", name);
+        return FTI_NSCS;
+    }
+    if (parent && parent->childrenNo < FTI_BUFS)
+        parent->childrenNo++;
+    return FTI_SCES;
+}
+
+int FTI_RenameGroup(FTIT_H5Group *h5group, const char *name)
+{
+    if (!F.init)
+        return not_init("FTI_RenameGroup");
+    if (!h5group || !name || strlen(name) >= FTI_BUFS) {
+        say(FTI_EROR, 1, "FTI_RenameGroup: need a group and a name shorter than %d characters", FTI_BUFS);
+        return FTI_NSCS;
+    }
+    snprintf(h5group->name, sizeof h5group->name, "%s", name);
+    return FTI_SCES;
+}
+
+/* Ids are handed out in call order, so a relaunched program that asks for
+ * its names in the same order gets the same ids, as with FTI. */
+int FTI_setIDFromString(const char *name)
+{
+    if (!F.init)
+        return not_init("FTI_setIDFromString");
+    if (!name || strlen(name) >= FTI_BUFS) {
+        say(FTI_EROR, 1, "FTI_setIDFromString: need a name shorter than %d characters", FTI_BUFS);
+        return FTI_NSCS;
+    }
+    int next = 0;
+    for (int i = 0; i < F.nids; i++) {
+        if (strcmp(F.ids[i].name, name) == 0)
+            return F.ids[i].id;
+        if (F.ids[i].id >= next)
+            next = F.ids[i].id + 1;
+    }
+    for (int i = 0; i < F.nvars; i++)
+        if (F.vars[i].id >= next)
+            next = F.vars[i].id + 1;
+    str_id *n = realloc(F.ids, sizeof *n * (size_t)(F.nids + 1));
+    if (!n) {
+        say(FTI_EROR, 1, "FTI_setIDFromString: out of memory");
+        return FTI_NSCS;
+    }
+    F.ids = n;
+    snprintf(n[F.nids].name, sizeof n[F.nids].name, "%s", name);
+    n[F.nids].id = next;
+    F.nids++;
+    return next;
+}
+
+int FTI_getIDFromString(const char *name)
+{
+    if (!F.init)
+        return not_init("FTI_getIDFromString");
+    for (int i = 0; name && i < F.nids; i++)
+        if (strcmp(F.ids[i].name, name) == 0)
+            return F.ids[i].id;
+    return FTI_NSCS;
+}
+
+/* ---- checkpoint levels ---------------------------------------------------- */
+/* FTI level -> libcrpm level: the one place levels are mapped.  libcrpm has
+ * no level 2 or 3 yet, so they are taken as level 1 (said once); map them to
+ * CRPM_L2 / CRPM_L3 here when those exist.  FTI's differential levels 5-8
+ * are 1-4: every libcrpm checkpoint is differential. */
+static int map_level(int level)
+{
+    if (level >= FTI_L1_DCP && level <= FTI_L4_DCP)
+        level -= FTI_L1_DCP - FTI_L1;
+    switch (level) {
+    case FTI_L1:
+        return CRPM_L1;
+    case FTI_L2:
+    case FTI_L3:
+        if (!F.notice_l23++)
+            say(FTI_WARN, 0, "checkpoint levels 2 and 3 are taken as level 1 (libcrpm has no partner copies or "
+                "erasure coding yet); said once");
+        return CRPM_L1;
+    case FTI_L4:
+        if (F.cfg.glbl_dir[0])
+            return CRPM_L4;
+        if (!F.notice_l4++)
+            say(FTI_WARN, 0, "level 4 needs glbl_dir in the configuration: taken as level 1; said once");
+        return CRPM_L1;
+    default:
+        say(FTI_EROR, 1, "FTI_Checkpoint: level %d is not supported (1 to 4, or 5 to 8 for differential)", level);
+        return -1;
+    }
+}
+
+/* A checkpoint taken, or recovered from, in this run. */
+static int have_checkpoint(void)
+{
+    return F.pending || crpm_status() > 0 || F.ckpts > 0;
+}
+
+int FTI_Checkpoint(int id, int level)
+{
+    if (!F.init)
+        return not_init("FTI_Checkpoint");
+    int cl = map_level(level);
+    if (cl < 0)
+        return FTI_NSCS;
+    if (crpm_checkpoint(id, cl) != CRPM_SUCCESS)
+        return FTI_NSCS;
+    /* the newest state is the one in memory: nothing waits to be recovered */
+    F.pending = 0;
+    F.ckpts++;
+    return FTI_DONE;
+}
+
+int FTI_Status(void)
+{
+    if (!F.init)
+        return not_init("FTI_Status");
+    return F.pending ? 1 : 0;
+}
+
+int FTI_Recover(void)
+{
+    if (!F.init) {
+        not_init("FTI_Recover");
+        return FTI_NREC;
+    }
+    if (crpm_recover() != CRPM_SUCCESS)
+        return FTI_NREC;
+    F.pending = 0;
+    return FTI_SCES;
+}
+
+int FTI_Snapshot(void)
+{
+    if (!F.init)
+        return not_init("FTI_Snapshot");
+    if (F.pending) /* the first call after a restart; a failure leaves the checkpoint untouched */
+        return FTI_Recover();
+    int any = 0;
+    for (int l = 1; l <= 4; l++)
+        any |= F.cfg.ckpt_min[l] > 0;
+    if (!any)
+        return FTI_SCES;
+    /* The ranks' clocks differ: all decide on the largest elapsed time. */
+    double mine = MPI_Wtime() - F.t0, elapsed = 0;
+    int mrc = MPI_Allreduce(&mine, &elapsed, 1, MPI_DOUBLE, MPI_MAX, F.comm);
+    if (mrc != MPI_SUCCESS) {
+        say(FTI_EROR, 1, "FTI_Snapshot: MPI_Allreduce failed (%d)", mrc);
+        return FTI_NSCS;
+    }
+    /* The highest level whose interval has passed again; a checkpoint at one
+     * level serves the lower levels' intervals too. */
+    int due = 0;
+    long long now[5] = {0};
+    for (int l = 4; l >= 1; l--) {
+        if (F.cfg.ckpt_min[l] <= 0)
+            continue;
+        now[l] = (long long)floor(elapsed / (F.cfg.ckpt_min[l] * F.minute));
+        if (!due && now[l] > F.ticks[l])
+            due = l;
+    }
+    if (!due)
+        return FTI_SCES;
+    for (int l = 1; l <= 4; l++)
+        F.ticks[l] = now[l];
+    return FTI_Checkpoint(++F.snap_id, due);
+}
+
+int FTI_RecoverVarInit(void)
+{
+    if (!F.init)
+        return not_init("FTI_RecoverVarInit");
+    if (!have_checkpoint()) {
+        say(FTI_EROR, 1, "FTI_RecoverVarInit: there is no checkpoint to recover from (fresh start)");
+        return FTI_NREC;
+    }
+    return FTI_SCES;
+}
+
+int FTI_RecoverVar(int id)
+{
+    if (!F.init)
+        return not_init("FTI_RecoverVar");
+    return crpm_recover_var(id) == CRPM_SUCCESS ? FTI_SCES : FTI_NREC;
+}
+
+int FTI_RecoverVarFinalize(void)
+{
+    if (!F.init)
+        return not_init("FTI_RecoverVarFinalize");
+    F.pending = 0; /* the application has recovered what it wanted */
+    return FTI_SCES;
+}
+
+int64_t FTI_GetStoredSize(int id)
+{
+    if (!F.init) {
+        not_init("FTI_GetStoredSize");
+        return 0;
+    }
+    int64_t bytes = 0;
+    if (!have_checkpoint() || crpm_stored_size(id, &bytes) != CRPM_SUCCESS)
+        return 0;
+    return bytes;
+}
+
+void *FTI_Realloc(int id, void *ptr)
+{
+    const char *fn = "FTI_Realloc";
+    if (!F.init) {
+        not_init(fn);
+        return ptr;
+    }
+    if (!F.pending)
+        return ptr; /* as in FTI: only while a recovery is due */
+    var_rec *v = protected_var(fn, id);
+    crpm_type_t ct;
+    int64_t bytes = 0;
+    if (!v || type_of(v->type, &ct) != 0 || crpm_stored_size(id, &bytes) != CRPM_SUCCESS)
+        return ptr;
+    if (bytes == 0 || bytes % ct.size != 0) {
+        say(FTI_WARN, 1, "%s(%d): stored size %lld is not a positive multiple of the element size %lld; "
+            "not reallocated", fn, id, (long long)bytes, (long long)ct.size);
+        return ptr;
+    }
+    void *np = realloc(ptr, (size_t)bytes);
+    if (!np) {
+        say(FTI_EROR, 1, "%s(%d): cannot allocate %lld bytes", fn, id, (long long)bytes);
+        return NULL;
+    }
+    if (FTI_Protect(id, np, bytes / ct.size, v->type) != FTI_SCES)
+        return NULL; /* np stays allocated but unprotected: the caller sees the failure */
+    return np;
+}
+
+/* ---- init / finalize -------------------------------------------------------- */
+/* Rank 0 reads the whole file; every rank gets the text. */
+static int read_config(MPI_Comm comm, const char *file, char **text, char *err, size_t errlen)
+{
+    long long len = -1;
+    char *buf = NULL;
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0) {
+        FILE *f = file ? fopen(file, "rb") : NULL;
+        if (!f) {
+            snprintf(err, errlen, "FTI config %s: cannot open: %s", file ? file : "(NULL)",
+                     file ? strerror(errno) : "no file name given");
+        } else {
+            size_t cap = 4096, n = 0;
+            buf = malloc(cap);
+            while (buf) {
+                n += fread(buf + n, 1, cap - n - 1, f);
+                if (n < cap - 1)
+                    break;
+                char *nb = realloc(buf, cap *= 2);
+                if (!nb) {
+                    free(buf);
+                    buf = NULL;
+                }
+                buf = nb;
+            }
+            if (!buf || ferror(f)) {
+                snprintf(err, errlen, "FTI config %s: cannot read it", file);
+            } else if (memchr(buf, '\0', n) || n > (1u << 24)) {
+                snprintf(err, errlen, "FTI config %s: not a text configuration file", file);
+            } else {
+                buf[n] = '\0';
+                len = (long long)n;
+            }
+            fclose(f);
+        }
+    }
+    if (MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm) != MPI_SUCCESS) {
+        free(buf);
+        snprintf(err, errlen, "FTI_Init: MPI_Bcast failed");
+        return -1;
+    }
+    if (len < 0) {
+        free(buf);
+        MPI_Bcast(err, (int)errlen, MPI_CHAR, 0, comm);
+        return -1;
+    }
+    if (rank != 0 && !(buf = malloc((size_t)len + 1)))
+        len = 0; /* the broadcast still has to happen; reported below */
+    if (MPI_Bcast(buf ? buf : err, buf ? (int)len : 0, MPI_CHAR, 0, comm) != MPI_SUCCESS || !buf) {
+        free(buf);
+        snprintf(err, errlen, "FTI_Init: out of memory or MPI_Bcast failed while reading %s", file);
+        return -1;
+    }
+    buf[len] = '\0';
+    *text = buf;
+    return 0;
+}
+
+static void release(void)
+{
+    for (int i = 0; i < F.ntypes; i++)
+        free(F.types[i].fields);
+    free(F.types);
+    free(F.vars);
+    free(F.ids);
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (F.have_comm && !fin)
+        MPI_Comm_free(&F.comm);
+    int own = F.own_world;
+    memset(&F, 0, sizeof F);
+    F.own_world = own;
+}
+
+/* Seconds per configured minute: 60, or CRPM_FTI_MINUTE (tests and demos
+ * shorten FTI's minute-based intervals without another config file). */
+static int minute_seconds(double *out, char *err, size_t errlen)
+{
+    const char *v = getenv("CRPM_FTI_MINUTE");
+    *out = 60.0;
+    if (!v || !*v)
+        return 0;
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (errno || end == v || *end || !(d > 0) || !isfinite(d)) {
+        snprintf(err, errlen, "environment CRPM_FTI_MINUTE='%s': expected seconds > 0", v);
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+int FTI_Init(const char *configFile, MPI_Comm globalComm)
+{
+    int mpi = 0, fin = 0;
+    MPI_Initialized(&mpi);
+    MPI_Finalized(&fin);
+    if (!mpi || fin) {
+        say(FTI_EROR, 1, "FTI_Init: MPI is not initialised");
+        return FTI_NSCS;
+    }
+    if (F.init) {
+        say(FTI_EROR, 1, "FTI_Init: FTI is already initialised");
+        return FTI_NSCS;
+    }
+    if (globalComm == MPI_COMM_NULL) {
+        say(FTI_EROR, 1, "FTI_Init: the communicator is MPI_COMM_NULL");
+        return FTI_NSCS;
+    }
+    release();
+    if (MPI_Comm_dup(globalComm, &F.comm) != MPI_SUCCESS) {
+        say(FTI_EROR, 1, "FTI_Init: MPI_Comm_dup failed");
+        return FTI_NSCS;
+    }
+    F.have_comm = 1;
+    MPI_Comm_set_errhandler(F.comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(F.comm, &F.rank);
+    MPI_Comm_size(F.comm, &F.nranks);
+
+    /* Every rank parses the same text, so every rank reaches the same verdict
+     * and rank 0 alone explains it. */
+    char err[1024] = "", *text = NULL;
+    int bad = read_config(F.comm, configFile, &text, err, sizeof err) != 0 ||
+              fti_config_parse(text, configFile, &F.cfg, err, sizeof err) != 0 ||
+              minute_seconds(&F.minute, err, sizeof err) != 0;
+    free(text);
+    char *crpm_text = bad ? NULL : fti_config_crpm_text(&F.cfg);
+    if (!bad && !crpm_text) {
+        bad = 1;
+        snprintf(err, sizeof err, "FTI_Init: out of memory");
+    }
+    if (bad) {
+        if (F.rank == 0)
+            say(FTI_EROR, 1, "%s", err);
+        release();
+        return FTI_NSCS;
+    }
+    char origin[FTI_CFG_PATH_MAX + 64];
+    snprintf(origin, sizeof origin, "%s (FTI configuration)", configFile);
+    int rc = crpm_init_text(crpm_text, origin, globalComm);
+    free(crpm_text);
+    if (rc != CRPM_SUCCESS) {
+        release(); /* libcrpm has said why, on every rank */
+        return rc == CRPM_ERR_CONFIG || rc == CRPM_ERR_INVAL ? FTI_NSCS : FTI_NREC;
+    }
+    if (F.own_world)
+        MPI_Comm_free(&FTI_COMM_WORLD);
+    F.own_world = 0;
+    if (MPI_Comm_dup(globalComm, &FTI_COMM_WORLD) != MPI_SUCCESS) {
+        say(FTI_EROR, 1, "FTI_Init: MPI_Comm_dup failed");
+        crpm_finalize();
+        release();
+        return FTI_NSCS;
+    }
+    F.own_world = 1;
+    F.init = 1;
+    F.pending = crpm_status() > 0;
+    F.t0 = MPI_Wtime();
+
+    if (F.cfg.head)
+        say(FTI_WARN, 0, "head = 1: libcrpm runs without head processes; all %d ranks run the application and "
+            "FTI_COMM_WORLD holds them all", F.nranks);
+    if (F.cfg.ignored[0])
+        say(FTI_WARN, 0, "%s: keys with no meaning in libcrpm, ignored: %s%s", configFile, F.cfg.ignored,
+            F.cfg.restart_keys ? " (a restart is decided from the checkpoints found; the file is never rewritten)"
+                               : "");
+    say(FTI_INFO, 0, "FTI on libcrpm: %d ranks, %s", F.nranks,
+        F.pending ? "a checkpoint is available (FTI_Status() = 1)" : "fresh start");
+    return FTI_SCES;
+}
+
+int FTI_Finalize(void)
+{
+    if (!F.init)
+        return not_init("FTI_Finalize");
+    int rc = crpm_finalize();
+    release();
+    return rc == CRPM_SUCCESS ? FTI_SCES : FTI_NSCS;
+}
+
+/* ---- calls without a counterpart ------------------------------------------- */
+int FTI_BitFlip(int datasetID)
+{
+    (void)datasetID;
+    return unsupported("FTI_BitFlip", "no fault injection");
+}
+
+int FTI_InitICP(int id, int level, bool activate)
+{
+    (void)id; (void)level; (void)activate;
+    return unsupported("FTI_InitICP", "no incremental checkpoints: use FTI_Checkpoint, which is differential");
+}
+
+int FTI_AddVarICP(int varID)
+{
+    (void)varID;
+    return unsupported("FTI_AddVarICP", "no incremental checkpoints: use FTI_Checkpoint, which is differential");
+}
+
+int FTI_FinalizeICP(void)
+{
+    return unsupported("FTI_FinalizeICP", "no incremental checkpoints: use FTI_Checkpoint, which is differential");
+}
+
+int FTI_GetStageDir(char *stageDir, int maxLen)
+{
+    (void)stageDir; (void)maxLen;
+    return unsupported("FTI_GetStageDir", "no file staging");
+}
+
+int FTI_GetStageStatus(int ID)
+{
+    (void)ID;
+    return unsupported("FTI_GetStageStatus", "no file staging");
+}
+
+int FTI_SendFile(const char *lpath, const char *rpath)
+{
+    (void)lpath; (void)rpath;
+    return unsupported("FTI_SendFile", "no file staging");
+}
+
+#define NO_VPR "no global datasets: level 4 writes each rank's arrays"
+int FTI_DefineGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength, const char *name, FTIT_H5Group *h5group,
+                            fti_id_t tid)
+{
+    (void)id; (void)rank; (void)dimLength; (void)name; (void)h5group; (void)tid;
+    return unsupported("FTI_DefineGlobalDataset", NO_VPR);
+}
+
+int FTI_AddSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int did)
+{
+    (void)id; (void)rank; (void)offset; (void)count; (void)did;
+    return unsupported("FTI_AddSubset", NO_VPR);
+}
+
+int FTI_UpdateGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength)
+{
+    (void)id; (void)rank; (void)dimLength;
+    return unsupported("FTI_UpdateGlobalDataset", NO_VPR);
+}
+
+int FTI_UpdateSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int did)
+{
+    (void)id; (void)rank; (void)offset; (void)count; (void)did;
+    return unsupported("FTI_UpdateSubset", NO_VPR);
+}
+
+int FTI_RecoverDatasetDimension(int did)
+{
+    (void)did;
+    return unsupported("FTI_RecoverDatasetDimension", NO_VPR);
+}
+
+FTIT_hsize_t *FTI_GetDatasetSpan(int did, int rank)
+{
+    (void)did; (void)rank;
+    unsupported("FTI_GetDatasetSpan", NO_VPR);
+    return NULL;
+}
+
+int FTI_GetDatasetRank(int did)
+{
+    (void)did;
+    return unsupported("FTI_GetDatasetRank", NO_VPR);
+}

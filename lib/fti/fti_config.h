@@ -1,0 +1,31 @@
+/* FTI configuration files, read with inih and mapped onto libcrpm's
+ * configuration.  Pure: no MPI; the file is only read, never written. */
+#ifndef CRPM_FTI_CONFIG_H
+#define CRPM_FTI_CONFIG_H
+
+#include <stddef.h>
+
+#define FTI_CFG_PATH_MAX 4096
+
+typedef struct fti_settings {
+    char ckpt_dir[FTI_CFG_PATH_MAX];  /* "" = not given */
+    char glbl_dir[FTI_CFG_PATH_MAX];  /* "" = not given: no level 4 */
+    int ckpt_min[5];                  /* [1..4]: ckpt_l1..ckpt_l4 in minutes, 0 = off */
+    int keep_last_ckpt, keep_l4_ckpt;
+    int verbosity;                    /* FTI's scale: 1 debug .. 4 errors only */
+    int head, node_size, group_size;  /* no heads here; sizes kept for levels 2 and 3 */
+    char ignored[1024];               /* keys that have no meaning here: "a, [s] b, ..." */
+    int restart_keys;                 /* [restart] keys were among them */
+} fti_settings;
+
+/* Parses the text of FTI configuration file `file` (name for messages).
+ * Returns 0, or -1 with a message naming the file and line in err. */
+int fti_config_parse(const char *text, const char *file, fti_settings *s, char *err, size_t errlen);
+
+/* The equivalent libcrpm INI text (malloc'ed), or NULL if out of memory. */
+char *fti_config_crpm_text(const fti_settings *s);
+
+/* libcrpm verbosity for an FTI verbosity. */
+int fti_config_crpm_verbosity(int fti_verbosity);
+
+#endif
