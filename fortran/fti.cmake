@@ -14,8 +14,11 @@ if(TARGET fti)
   # A directory of its own, so that -I for crpm.mod never sees fti.mod and a
   # real FTI installation elsewhere is not shadowed by accident.
   set(FTIF_MODDIR ${CMAKE_CURRENT_BINARY_DIR}/fti-include)
-  if(NOT DEFINED CRPM_FTI_INCLUDEDIR)
-    set(CRPM_FTI_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/fti)
+  # Installed beside the C layer (lib/fti): <prefix>/include/crpm-fti/fti.mod,
+  # <prefix>/lib/crpm-fti/libfti_f90.so, apart from a real FTI.
+  set(CRPM_FTI_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/crpm-fti)
+  if(NOT DEFINED CRPM_FTI_LIBDIR)
+    set(CRPM_FTI_LIBDIR ${CMAKE_INSTALL_LIBDIR}/crpm-fti)
   endif()
   add_library(fti_fortran SHARED fti.F90 fti_fshim.c)
   # FTI's own Fortran library is libfti_f90: same name, so link lines of FTI
@@ -24,7 +27,7 @@ if(TARGET fti)
     OUTPUT_NAME fti_f90
     Fortran_MODULE_DIRECTORY ${FTIF_MODDIR}
     VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
-    INSTALL_RPATH "$ORIGIN" EXPORT_NAME fti_f90)
+    INSTALL_RPATH "$ORIGIN;$ORIGIN/.." EXPORT_NAME fti_f90)
   target_include_directories(fti_fortran PUBLIC
     $<BUILD_INTERFACE:${FTIF_MODDIR}>
     $<INSTALL_INTERFACE:${CRPM_FTI_INCLUDEDIR}>)
@@ -39,10 +42,11 @@ if(TARGET fti)
   if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(fti_fortran PRIVATE $<$<COMPILE_LANGUAGE:C>:-Wall -Wextra>)
   endif()
-  add_library(fti::fti_f90 ALIAS fti_fortran)
+  add_library(crpm::fti_f90 ALIAS fti_fortran)
 
-  install(TARGETS fti_fortran
-          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  # Joins the C layer's export set: find_package(crpm-fti) gives crpm::fti_f90.
+  install(TARGETS fti_fortran EXPORT crpmFtiTargets
+          LIBRARY DESTINATION ${CRPM_FTI_LIBDIR}
+          ARCHIVE DESTINATION ${CRPM_FTI_LIBDIR})
   install(FILES ${FTIF_MODDIR}/fti.mod DESTINATION ${CRPM_FTI_INCLUDEDIR})
 endif()
