@@ -3,6 +3,7 @@
 
   fti_crash.py --np N --trials T --seed S --max-kills K --kill-after A:B
                --timeout SEC --workdir DIR [--expect-recovery REGEX]
+               [--env NAME=VALUE]...
                -- PROGRAM ARGS...
 
 PROGRAM ARGS is an FTI application and its arguments, among them its FTI
@@ -43,8 +44,11 @@ def parse(argv):
     p.add_argument("--timeout", type=float, required=True)
     p.add_argument("--workdir", required=True)
     p.add_argument("--expect-recovery")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="extra environment of every launch (repeatable), e.g. CRPM_FTI_MINUTE=0.5")
     p.add_argument("--keep", action="store_true")
     a = p.parse_args(argv[:cut])
+    a.extra_env = dict(x.split("=", 1) for x in a.env)
     a.prog = argv[cut + 1:]  # absolute paths: launches run in other directories
     if not a.prog:
         p.error("no PROGRAM after '--'")
@@ -61,7 +65,7 @@ def main():
 
     ref_dir = os.path.join(root, "reference")
     os.makedirs(ref_dir)
-    r = crpmtest.run_job(cmd, env=crpmtest.job_env(shm_dir=ref_dir, clear=crpmtest.CRPM_ENV_OVERRIDES), timeout=a.timeout, cwd=ref_dir)
+    r = crpmtest.run_job(cmd, env=crpmtest.job_env(a.extra_env, shm_dir=ref_dir, clear=crpmtest.CRPM_ENV_OVERRIDES), timeout=a.timeout, cwd=ref_dir)
     if r.rc != 0:
         print("reference run %s\n%s" % ("hung" if r.timed_out else "exited %d" % r.rc, crpmtest.tail(r.out)))
         return 1
@@ -80,7 +84,7 @@ def main():
         os.makedirs(d)
         os.chdir(d)  # launches inherit it: the relative directories of the config land here
         status, launches = crpmtest.relaunch_until_done(
-            cmd, env_for=lambda i: crpmtest.job_env(shm_dir=d, clear=crpmtest.CRPM_ENV_OVERRIDES),
+            cmd, env_for=lambda i: crpmtest.job_env(a.extra_env, shm_dir=d, clear=crpmtest.CRPM_ENV_OVERRIDES),
             delays=lambda i: rng.uniform(lo, hi) if i < a.max_kills else None,
             timeout=a.timeout, max_launches=a.max_kills + 1)
         os.chdir(root)
