@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-import crash_restart  # noqa: E402  (Launch: mpiexec from CTest's settings, kill of every rank)
+import crpmtest  # noqa: E402  (Job: mpiexec from CTest's settings, kill of every rank)
 
 
 def main():
@@ -36,7 +36,7 @@ def main():
     def launch(name, ckpt):
         os.makedirs(ckpt, exist_ok=True)
         env = dict(os.environ, CRPM_CKPT_DIR=ckpt, OMPI_MCA_btl_vader_backing_directory=ckpt)
-        return crash_restart.Launch(a, prog, env, os.path.join(a.workdir, name + ".out"))
+        return crpmtest.Job(crpmtest.mpiexec(a.np) + prog, env=env, out_path=os.path.join(a.workdir, name + ".out"))
 
     ref = launch("reference", os.path.join(a.workdir, "ref"))
     rc = ref.wait(a.timeout)
@@ -44,13 +44,13 @@ def main():
     t_ref = time.time() - ref.t0
     result = [x for x in ref.text().split("\n") if re.search(a.result, x)]
     if rc != 0 or not result:
-        print("reference run failed (exit %s)\n%s" % (rc, crash_restart.tail(ref.text())))
+        print("reference run failed (exit %s)\n%s" % (rc, crpmtest.tail(ref.text())))
         return 1
     ckpt = os.path.join(a.workdir, "run")
     first = launch("killed", ckpt)
     while not re.search(a.kill_after, first.text(), re.M):
         if first.wait(0.02) is not None:
-            print("the run ended without printing %r\n%s" % (a.kill_after, crash_restart.tail(first.text())))
+            print("the run ended without printing %r\n%s" % (a.kill_after, crpmtest.tail(first.text())))
             return 1
     first.kill()
     t_kill = time.time() - first.t0
@@ -65,7 +65,7 @@ def main():
                                                                 m.group(0) if m else "no resume line"))
     if rc != 0 or n <= 0 or final != result:
         print("FAILED: exit %s, resumed at %d, result %s (reference %s)\n%s" % (rc, n, final, result,
-                                                                              crash_restart.tail(text)))
+                                                                              crpmtest.tail(text)))
         return 1
     shutil.rmtree(a.workdir, ignore_errors=True)
     print("passed")
