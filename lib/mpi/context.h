@@ -19,6 +19,7 @@ typedef struct crpm_ctx {
     char lock_path[CRPM_PATH_MAX]; /* this rank's lock, held from init to finalize */
     int lock_fd;               /* -1: not held */
     crpm_level_env env;        /* what the levels see of the above */
+    uint8_t run_id[CRPM_RUN_ID_LEN]; /* identity of this run of the job, in every container */
 
     /* levels: `primary` takes every checkpoint (L1 or full), `l4` the level-4 ones */
     crpm_level primary;

@@ -34,8 +34,21 @@ static void judge_l1(const crpm_restart_facts *f, crpm_verdict *v)
         if (v->n_exist == f->nranks && v->n_fail == 0 && x[CRPM_F_EPOCH] == v->emin + 1 && !x[CRPM_F_PREV])
             v->bad_prev = 1;
     }
+    /* Containers holding data must all come from one run of the job. */
+    int mixed = 0, first = -1;
+    for (int r = 0; r < f->nranks; r++) {
+        const int64_t *x = row(f, r);
+        if (!x[CRPM_F_EXISTS] || x[CRPM_F_RC] < 0 || x[CRPM_F_EPOCH] == 0)
+            continue;
+        if (first < 0)
+            first = r;
+        else if (x[CRPM_F_RUN0] != row(f, first)[CRPM_F_RUN0] || x[CRPM_F_RUN1] != row(f, first)[CRPM_F_RUN1])
+            mixed = 1;
+    }
     if (mismatch || v->extra >= 0)
         v->l1 = CRPM_L1S_NRANKS;
+    else if (mixed)
+        v->l1 = CRPM_L1S_MIXED;
     else if (v->n_exist == 0)
         v->l1 = CRPM_L1S_FRESH;
     else if (v->n_fail > 0)
@@ -120,6 +133,7 @@ crpm_verdict crpm_decide_restart(const crpm_restart_facts *f)
     if (v.kind == CRPM_V_ERROR) {
         v.kind = CRPM_V_ERROR;
         v.code = v.l1 == CRPM_L1S_NRANKS    ? CRPM_ERR_NRANKS
+                 : v.l1 == CRPM_L1S_MIXED   ? CRPM_ERR_IDENTITY
                  : v.l1 == CRPM_L1S_MISSING ? CRPM_ERR_MISSING
                  : v.l1 == CRPM_L1S_OPEN    ? CRPM_ERR_REMOTE /* refined per rank in crpm_verdict_error */
                                             : CRPM_ERR_EPOCH;
@@ -176,6 +190,20 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
                           "number of ranks (this run has %d)%s%s",
                           ranks, job_dir, f->nranks, mine[CRPM_F_NRANKS] ? ": " : "",
                           mine[CRPM_F_NRANKS] ? own_msg : "");
+    case CRPM_L1S_MIXED: {
+        int first = 0, other = -1;
+        while (row(f, first)[CRPM_F_EPOCH] == 0 || row(f, first)[CRPM_F_RC] < 0 || !row(f, first)[CRPM_F_EXISTS])
+            first++;
+        for (int r = first + 1; r < f->nranks && other < 0; r++)
+            if (row(f, r)[CRPM_F_EXISTS] && row(f, r)[CRPM_F_RC] == 0 && row(f, r)[CRPM_F_EPOCH] != 0 &&
+                (row(f, r)[CRPM_F_RUN0] != row(f, first)[CRPM_F_RUN0] ||
+                 row(f, r)[CRPM_F_RUN1] != row(f, first)[CRPM_F_RUN1]))
+                other = r;
+        return crpm_error(CRPM_ERR_IDENTITY,
+                          "crpm_init: the containers in %s come from different runs of job '%s' (rank %d's and "
+                          "rank %d's differ): a container was replaced by one of another run; refusing to mix them",
+                          job_dir, job_name, first, other);
+    }
     case CRPM_L1S_MISSING:
         fmt_ranks(ranks, sizeof ranks, f, CRPM_F_EXISTS, 0);
         return crpm_error(CRPM_ERR_MISSING,

@@ -15,6 +15,8 @@ enum crpm_fact {
     CRPM_F_EXTRA,    /* node leaders: highest container rank >= nranks in the job directory, else -1 */
     CRPM_F_FULL0,    /* method = full: newest and second newest checkpoint ids, -1 = none */
     CRPM_F_FULL1,
+    CRPM_F_RUN0,     /* run identity of its container (two words; when opened) */
+    CRPM_F_RUN1,
     CRPM_F_N
 };
 
@@ -41,7 +43,8 @@ enum crpm_verdict_kind {
 
 /* Why level 1 cannot serve (for the error text). */
 enum crpm_l1_state { CRPM_L1S_FRESH, CRPM_L1S_USABLE, CRPM_L1S_NRANKS, CRPM_L1S_MISSING, CRPM_L1S_OPEN,
-                     CRPM_L1S_EPOCH, CRPM_L1S_FULL_ON_DIFF, CRPM_L1S_FULL_NOCOMMON, CRPM_L1S_L4_CORRUPT };
+                     CRPM_L1S_EPOCH, CRPM_L1S_FULL_ON_DIFF, CRPM_L1S_FULL_NOCOMMON, CRPM_L1S_L4_CORRUPT,
+                     CRPM_L1S_MIXED };
 
 typedef struct crpm_verdict {
     int kind;

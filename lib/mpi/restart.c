@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <errno.h>
+#include <sys/random.h>
 #include <time.h>
 #include "agree.h"
 #include "decide.h"
@@ -44,6 +46,9 @@ static int gather(crpm_ctx *ctx, gathered *g)
         } else {
             mine[CRPM_F_EPOCH] = (int64_t)crpm_container_epoch(g->c);
             mine[CRPM_F_PREV] = crpm_container_prev_available(g->c);
+            uint8_t id[CRPM_RUN_ID_LEN];
+            crpm_container_run_id(g->c, id);
+            memcpy(&mine[CRPM_F_RUN0], id, sizeof id);
         }
     }
     /* One rank per node looks for containers of ranks this run lacks. */
@@ -111,6 +116,17 @@ static int set_aside(crpm_ctx *ctx, gathered *g)
     return rc;
 }
 
+/* Collective: a new run identity from rank 0 for containers made now. */
+static int new_run_id(crpm_ctx *ctx)
+{
+    int rc = CRPM_SUCCESS;
+    if (ctx->rank == 0 && getrandom(ctx->run_id, sizeof ctx->run_id, 0) != (ssize_t)sizeof ctx->run_id)
+        rc = crpm_error(CRPM_ERR_IO, "crpm_init: no random run identity: %s", strerror(errno));
+    rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init");
+    int mrc = rc == 0 ? MPI_Bcast(ctx->run_id, (int)sizeof ctx->run_id, MPI_BYTE, 0, ctx->comm) : MPI_SUCCESS;
+    return mrc == MPI_SUCCESS ? rc : crpm_mpi_fail(mrc, "crpm_init: MPI_Bcast of the run identity");
+}
+
 /* Level 1 resumes at the agreed epoch: a rank one epoch ahead committed a
  * checkpoint that not every rank completed; it goes back, durably, before
  * anyone reads.  Then all must hold the same checkpoint id. */
@@ -129,6 +145,7 @@ static int apply_l1(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
         rc = crpm_error(CRPM_ERR_EPOCH, "crpm_init: ranks hold different checkpoints at epoch %lld (ids %lld to %lld)",
                         (long long)v->epoch, (long long)uid[0], (long long)-uid[1]);
     if (rc == 0) {
+        crpm_container_run_id(g->c, ctx->run_id);
         ctx->last_id = (uint64_t)uid[0];
         if (ctx->rank == 0 && ctx->cfg.verbosity >= 2)
             printf("[crpm] restart: level-1 checkpoint %lld (epoch %lld) on all %d ranks\n", (long long)uid[0],
@@ -165,6 +182,9 @@ int crpm_restart(crpm_ctx *ctx)
         if (rc == 0)
             v = crpm_decide_restart(&g.f);
     }
+    if (rc == 0 && (v.kind == CRPM_V_L4 || v.kind == CRPM_V_FRESH || v.kind == CRPM_V_FULL ||
+                    (v.kind == CRPM_V_ERROR && v.l1 == CRPM_L1S_FULL_NOCOMMON)))
+        rc = new_run_id(ctx);
     if (rc == 0 && v.kind == CRPM_V_L4) {
         /* Level 1 is made anew beside the level-4 restart. */
         int lrc = v.set_aside ? set_aside(ctx, &g) : CRPM_SUCCESS;
@@ -187,9 +207,10 @@ int crpm_restart(crpm_ctx *ctx)
     }
     if (rc == 0 && (v.kind == CRPM_V_FRESH || v.kind == CRPM_V_FULL ||
                     (v.kind == CRPM_V_ERROR && v.l1 == CRPM_L1S_FULL_NOCOMMON))) {
-        /* Ranks ahead at epoch 1 hold a first checkpoint that never completed. */
+        /* Every container is made anew (ranks ahead at epoch 1 hold a first
+         * checkpoint that never completed), all with this run's identity. */
         int lrc = v.set_aside ? set_aside(ctx, &g) : CRPM_SUCCESS;
-        if (lrc == 0 && (!g.c || crpm_container_epoch(g.c) != 0)) {
+        if (lrc == 0) {
             crpm_container_close(g.c);
             g.c = NULL;
             lrc = crpm_jobdir_create_fresh(ctx, &g.c);

@@ -8,6 +8,8 @@
                and again, beside its lingering ranks: never corrupt, never a
                wrong result; a refusal that says "in use" is fine, and the
                next launch after the ranks die succeeds
+  mixed        a rank's container replaced by the same rank's file of another
+               run of the job (same epoch, same id) is refused on every rank
   special      a FIFO or /dev/zero as the configuration fails at once
   geometry     a wrong segment_size beside an older level-4 file is an error
                on every rank and touches no file; the right one resumes
@@ -22,6 +24,7 @@ import glob
 import hashlib
 import os
 import random
+import shutil
 import re
 import signal
 import sys
@@ -100,6 +103,21 @@ def scenario_orphans(c):
     print("orphans: %d of 6 relaunches refused as in use" % busy)
 
 
+def scenario_mixed(c):
+    cfg = c.basic("mixed", job="mixed", keep=1)
+    args = ["--iters", "600", "--print-every", "100", "--ckpt-every", "20", "--crpm", cfg]
+    saved = os.path.join(c.workdir, "rank-2.other-run")
+    for run in range(2):
+        shutil.rmtree(os.path.join(c.ckpt, "mixed"), ignore_errors=True)
+        rc, out, _ = c.run(4, args, env={"CRPM_TEST_KILL": "1:after_commit:6"})
+        if rc == 0:
+            raise Failed("the kill hook did not fire\n" + indent(out))
+        if run == 0:
+            shutil.copyfile(c.container(2, job="mixed"), saved)
+    shutil.copyfile(saved, c.container(2, job="mixed"))
+    expect_error(c.run(4, args), 4, lambda r: "different runs|another run")
+
+
 def scenario_special(c):
     fifo = os.path.join(c.workdir, "fifo.ini")
     os.mkfifo(fifo)
@@ -168,7 +186,7 @@ def scenario_l4corrupt(c):
         raise Failed("expected a fresh start with the reference result\n" + indent(out))
 
 
-SCENARIOS = [scenario_concurrent, scenario_orphans, scenario_special, scenario_geometry, scenario_l4corrupt]
+SCENARIOS = [scenario_concurrent, scenario_orphans, scenario_mixed, scenario_special, scenario_geometry, scenario_l4corrupt]
 
 
 def main():

@@ -78,6 +78,10 @@ static const tcase cases[] = {
      CRPM_L1S_L4_CORRUPT, 0, 1, 0, 0},
     {"corrupt level-4 file, fresh asked for", 2, {NONE, NONE}, 0, 0, 1, 0, CRPM_V_FRESH, -1, CRPM_L1S_FRESH, 0, 1,
      1, 1},
+    {"containers of two runs of the job", 3, {OK(4, 1), {{1, 0, 0, 4, 1, -1, -1, -1, 7, 7}}, OK(4, 1)}, 0, 0, 1, 1,
+     CRPM_V_ERROR, CRPM_ERR_IDENTITY, CRPM_L1S_MIXED, 0, 0, 0, 0},
+    {"empty containers of two runs: fresh", 2, {OK(0, 0), {{1, 0, 0, 0, 0, -1, -1, -1, 7, 7}}}, 0, 0, 1, 0,
+     CRPM_V_FRESH, -1, CRPM_L1S_FRESH, 0, 0, 0, 0},
     {"usable level 1 beside a corrupt level-4 file", 2, {OK(4, 1), OK(4, 1)}, 0, 0, 1, 0, CRPM_V_L1, -1,
      CRPM_L1S_USABLE, 4, 1, 0, 0},
 };
@@ -106,7 +110,10 @@ int main(void)
               crpm_last_error());
     }
     /* The failing rank itself reports its own open error, with its text. */
-    int64_t rows[2 * CRPM_F_N] = {1, CRPM_ERR_CORRUPT, 0, 0, 0, -1, -1, -1, 1, 0, 0, 3, 1, -1, -1, -1};
+    const rowf own[2] = {{{1, CRPM_ERR_CORRUPT, 0, 0, 0, -1, -1, -1}}, OK(3, 1)};
+    int64_t rows[2 * CRPM_F_N];
+    memcpy(rows, own[0].f, sizeof own[0].f);
+    memcpy(rows + CRPM_F_N, own[1].f, sizeof own[1].f);
     crpm_restart_facts f = {.nranks = 2, .rank = rows, .l4_known = 1};
     crpm_verdict v = crpm_decide_restart(&f);
     CHECK(crpm_verdict_error(&f, &v, 0, "slot checksum", "/d", "j") == CRPM_ERR_CORRUPT &&
