@@ -410,7 +410,8 @@ static void test_epochs(void)
     CHECK(crpm_finalize() == 0, "finalize");
     remove_job("epochs");
 
-    /* same epoch, different checkpoint ids: containers of two runs mixed */
+    /* same epoch, different checkpoint ids: containers of two runs mixed,
+     * told apart by their run identity */
     int a[1] = {31}, b[1] = {37};
     run_job("mixed", 1, a, e1);
     remove_job("mixed");
@@ -419,7 +420,7 @@ static void test_epochs(void)
         copy_file(e1, container("mixed", 1));
     MPI_Barrier(MPI_COMM_WORLD);
     rc = crpm_init(job_cfg("mixed", 1, NULL), MPI_COMM_WORLD);
-    CHECK(rc == CRPM_ERR_EPOCH && strstr(crpm_last_error(), "different checkpoints"), "mixed ids: %d", rc);
+    CHECK(rc == CRPM_ERR_IDENTITY && strstr(crpm_last_error(), "different runs"), "mixed ids: %d", rc);
     if (rc == 0)
         crpm_finalize();
     unlink(e1);
