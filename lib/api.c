@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "crpm.h"
 #include "engine.h"
 #include "full.h"
+#include "interval.h"
 #ifdef CRPM_HAVE_HDF5
 #include "level4.h"
 #endif
@@ -89,9 +91,14 @@ static struct {
     double last_ckpt_time;
     long snap_ckpts;
     crpm_stats_t last, total;
+    double cost[2];         /* seconds of the last checkpoint's level-1 and level-4 parts */
+    crpm_interval auto_iv[2]; /* automatic intervals of level 1 and level 4 */
+    double auto_logged[2];  /* interval last printed at verbosity 2 */
+    double last_l4_time;
 } g;
 
-/* Until a configuration says otherwise, errors are printed. */
+/* Errors are returned, and printed by the library only at verbosity 3 (see
+ * crpm.h); before a configuration is read, not at all. */
 static int verbosity = 1;
 
 static double now(void)
@@ -101,12 +108,12 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Errors leave the library through here: at verbosity >= 1 every rank that
- * fails says why on stderr, so a failed collective call is explained on all
- * ranks even if the application prints nothing. */
+/* Errors leave the library through here.  The application prints
+ * crpm_last_error() (every rank has the reason, CRPM_ERR_REMOTE carries the
+ * failing rank's message), so the library repeats it only when debugging. */
 static int report(int rc, const char *fn)
 {
-    if (rc < 0 && verbosity >= 1) {
+    if (rc < 0 && verbosity >= 3) {
         int rank = g.rank, inited = 0, fin = 0;
         MPI_Initialized(&inited);
         MPI_Finalized(&fin);
@@ -169,6 +176,17 @@ static void fmt_size(char *buf, size_t n, double b)
         u++;
     }
     snprintf(buf, n, u ? "%.2f %s" : "%.0f %s", b, unit[u]);
+}
+
+/* Three significant digits in a unit that fits: 12.3 us, 4.56 ms, 1.23 s. */
+static void fmt_secs(char *buf, size_t n, double s)
+{
+    if (s < 1e-3)
+        snprintf(buf, n, "%.3g us", s * 1e6);
+    else if (s < 1)
+        snprintf(buf, n, "%.3g ms", s * 1e3);
+    else
+        snprintf(buf, n, "%.3g s", s);
 }
 
 /* ---- files --------------------------------------------------------------- */
@@ -793,8 +811,13 @@ int crpm_init(const char *config_file, MPI_Comm comm)
         reset_state();
         return rc;
     }
-    g.last_ckpt_time = now();
+    g.last_ckpt_time = g.last_l4_time = now();
+    if (g.cfg.ckpt_interval_auto)
+        crpm_interval_init(&g.auto_iv[0], g.cfg.mtbf_s);
+    if (g.cfg.ckpt_interval_l4_auto)
+        crpm_interval_init(&g.auto_iv[1], g.cfg.mtbf_l4_s);
     g.initialized = 1;
+    crpm_error(CRPM_SUCCESS, "%s", ""); /* "no level-4 file" and the like were not errors */
     if (g.rank == 0 && g.cfg.verbosity >= 3)
         printf("[crpm] init: %d ranks, job '%s' in %s, status %d\n", g.nranks, g.cfg.job_name, g.job_dir,
                g.status);
@@ -899,9 +922,11 @@ int crpm_recover(void)
         if (MPI_Allreduce(mine, mx, 2, MPI_DOUBLE, MPI_MAX, g.comm) == MPI_SUCCESS && g.rank == 0) {
             char b[32];
             fmt_size(b, sizeof b, mx[1]);
-            printf("[crpm] recovered checkpoint %llu (%s): %s per rank in %.4f s (%.2f GB/s per rank)\n",
+            char t[32];
+            fmt_secs(t, sizeof t, mx[0]);
+            printf("[crpm] recovered checkpoint %llu (%s): %s per rank in %s (%.2f GB/s per rank)\n",
                    (unsigned long long)g.last_id, g.source == SRC_L4 ? "L4" : g.source == SRC_FULL ? "full" : "L1",
-                   b, mx[0], mx[0] > 0 ? mx[1] / mx[0] / 1e9 : 0.0);
+                   b, t, mx[0] > 0 ? mx[1] / mx[0] / 1e9 : 0.0);
             fflush(stdout);
         }
     }
@@ -970,6 +995,7 @@ int crpm_checkpoint(int id, int level)
         crpm_full_prune(g.job_dir, g.rank, (uint64_t)id);
     }
 
+    double t_l1 = now();
 #ifdef CRPM_HAVE_HDF5
     if (level == CRPM_L4) {
         crpm_l4_region *r = l4_regions();
@@ -981,6 +1007,8 @@ int crpm_checkpoint(int id, int level)
     }
 #endif
     double t1 = now();
+    g.cost[0] = t_l1 - t0;
+    g.cost[1] = t1 - t_l1;
     st.seconds = t1 - t0;
     st.checkpoints = 1;
     g.last = st;
@@ -994,18 +1022,56 @@ int crpm_checkpoint(int id, int level)
     g.last_ckpt_time = t1;
 
     if (g.cfg.verbosity >= 2) {
-        double sum[2] = {(double)st.bytes_written, (double)st.protected_bytes}, tsum[2], secs = st.seconds, tmax;
+        /* A level-4 checkpoint writes every protected byte to glbl_dir after
+         * the level-1 checkpoint: both parts are reported. */
+        double sum[2] = {(double)st.bytes_written, (double)st.protected_bytes}, tsum[2], tmax[2];
         if (MPI_Allreduce(sum, tsum, 2, MPI_DOUBLE, MPI_SUM, g.comm) == MPI_SUCCESS &&
-            MPI_Allreduce(&secs, &tmax, 1, MPI_DOUBLE, MPI_MAX, g.comm) == MPI_SUCCESS && g.rank == 0) {
-            char w[32], p[32];
+            MPI_Allreduce(g.cost, tmax, 2, MPI_DOUBLE, MPI_MAX, g.comm) == MPI_SUCCESS && g.rank == 0) {
+            char w[32], p[32], t[32], t4[32];
             fmt_size(w, sizeof w, tsum[0]);
             fmt_size(p, sizeof p, tsum[1]);
-            printf("[crpm] checkpoint %d (L%d): %s written of %s protected (%.1f%%) in %.4f s\n", id, level, w, p,
-                   tsum[1] > 0 ? 100.0 * tsum[0] / tsum[1] : 0.0, tmax);
+            fmt_secs(t, sizeof t, tmax[0]);
+            fmt_secs(t4, sizeof t4, tmax[1]);
+            if (level == CRPM_L4)
+                printf("[crpm] checkpoint %d (L4): %s written to level 4 in %s; level 1: %s written of %s "
+                       "protected (%.1f%%) in %s\n", id, p, t4, w, p, tsum[1] > 0 ? 100.0 * tsum[0] / tsum[1] : 0.0,
+                       t);
+            else
+                printf("[crpm] checkpoint %d (L%d): %s written of %s protected (%.1f%%) in %s\n", id, level, w, p,
+                       tsum[1] > 0 ? 100.0 * tsum[0] / tsum[1] : 0.0, t);
             fflush(stdout);
         }
     }
     return rc ? report(rc, fn) : CRPM_SUCCESS;
+}
+
+/* ckpt_interval_s / ckpt_interval_l4 = auto: the slowest rank's cost of
+ * the checkpoint just taken updates the interval of its level(s), the same
+ * on every rank. */
+static int auto_interval_update(int level)
+{
+    double cmax[2];
+    int mrc = MPI_Allreduce(g.cost, cmax, 2, MPI_DOUBLE, MPI_MAX, g.comm);
+    if (mrc != MPI_SUCCESS)
+        return report(mpi_fail(mrc, "crpm_snapshot: MPI_Allreduce"), "crpm_snapshot");
+    for (int l = 0; l < 2; l++) {
+        if (!(l == 0 ? g.cfg.ckpt_interval_auto : g.cfg.ckpt_interval_l4_auto && level == CRPM_L4))
+            continue;
+        double iv = crpm_interval_update(&g.auto_iv[l], cmax[l]);
+        if (l == 1)
+            g.last_l4_time = now();
+        /* Printed when it moved by more than 10 %, not at every checkpoint. */
+        if (g.cfg.verbosity >= 2 && g.rank == 0 && fabs(iv - g.auto_logged[l]) > 0.1 * g.auto_logged[l]) {
+            char a[32], c[32];
+            fmt_secs(a, sizeof a, iv);
+            fmt_secs(c, sizeof c, g.auto_iv[l].cost_s);
+            printf("[crpm] auto interval: level %d every %s (checkpoint cost %s, MTBF %g s)\n", l ? 4 : 1, a, c,
+                   g.auto_iv[l].mtbf_s);
+            fflush(stdout);
+            g.auto_logged[l] = iv;
+        }
+    }
+    return CRPM_SUCCESS;
 }
 
 int crpm_snapshot(void)
@@ -1018,20 +1084,29 @@ int crpm_snapshot(void)
         return rc < 0 ? rc : CRPM_SNAP_RECOVERED;
     }
     g.iters_since++;
-    int due = g.cfg.ckpt_interval > 0 && g.iters_since >= g.cfg.ckpt_interval;
-    if (!due && g.cfg.ckpt_interval_s > 0) {
+    int due = g.cfg.ckpt_interval > 0 && g.iters_since >= g.cfg.ckpt_interval, l4_due = 0;
+    int l4_auto = g.cfg.ckpt_interval_l4_auto && g.cfg.glbl_dir[0];
+    if (g.cfg.ckpt_interval_s > 0 || g.cfg.ckpt_interval_auto || l4_auto) {
         /* Clocks differ between ranks: any rank past the interval decides. */
-        int mine = now() - g.last_ckpt_time >= g.cfg.ckpt_interval_s, any = 0;
-        int mrc = MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, g.comm);
+        double t = now(), since = t - g.last_ckpt_time;
+        int mine[2] = {(g.cfg.ckpt_interval_s > 0 && since >= g.cfg.ckpt_interval_s) ||
+                           (g.cfg.ckpt_interval_auto && crpm_interval_due(&g.auto_iv[0], since)),
+                       l4_auto && crpm_interval_due(&g.auto_iv[1], t - g.last_l4_time)};
+        int any[2] = {0, 0};
+        int mrc = MPI_Allreduce(mine, any, 2, MPI_INT, MPI_MAX, g.comm);
         if (mrc != MPI_SUCCESS)
             return report(mpi_fail(mrc, "crpm_snapshot: MPI_Allreduce"), fn);
-        due = any;
+        due |= any[0] || any[1];
+        l4_due = any[1];
     }
     if (!due)
         return CRPM_SNAP_NONE;
     g.snap_ckpts++;
-    int level = g.cfg.ckpt_interval_l4 > 0 && g.snap_ckpts % g.cfg.ckpt_interval_l4 == 0 ? CRPM_L4 : CRPM_L1;
+    int level = l4_auto ? (l4_due ? CRPM_L4 : CRPM_L1)
+                : g.cfg.ckpt_interval_l4 > 0 && g.snap_ckpts % g.cfg.ckpt_interval_l4 == 0 ? CRPM_L4 : CRPM_L1;
     int rc = crpm_checkpoint((int)(g.last_id + 1), level);
+    if (rc == 0 && (g.cfg.ckpt_interval_auto || l4_auto))
+        rc = auto_interval_update(level);
     return rc < 0 ? rc : CRPM_SNAP_CHECKPOINTED;
 }
 
