@@ -168,7 +168,6 @@ rpath=-Wl,-rpath,\${libdir}
 Name: ${P_NAME}
 Description: ${P_DESCRIPTION}
 Version: ${PROJECT_VERSION}
-URL: https://github.com/libcrpm/libcrpm
 Cflags: ${P_CFLAGS}
 Libs: -L\${libdir} @_pc_rpath@${P_LIBS}
 Libs.private: ${P_LIBS_PRIVATE}
@@ -197,10 +196,10 @@ Libs.private: ${P_LIBS_PRIVATE}
 endfunction()
 
 # A static libcrpm brings its dependencies (pkg-config --static).
-set(_crpm_pc_private "-lpmem -linih -lz")
+set(_crpm_pc_private "-lpmem -linih -lz -lm")
 if(HDF5_FOUND AND HDF5_IS_PARALLEL)
   foreach(l IN LISTS HDF5_C_LIBRARIES)
-    if(l MATCHES "^/")
+    if(l MATCHES "^/.*hdf5")
       string(APPEND _crpm_pc_private " ${l}")
     endif()
   endforeach()
