@@ -2,7 +2,9 @@
  * computation on every rank, coupled by an MPI_Allreduce, checkpointed every
  * 5 steps after the step counter has advanced.  Prints "restarted at step N"
  * after a recovery and "result <bits>" (the final global sum, bit for bit)
- * at the end.  Valid C99 and C++ (the C++-only consumer compiles it too). */
+ * at the end.  The update keeps a memory of the past (no fast contraction),
+ * so a restart from a wrong state changes the result.  Valid C99 and C++
+ * (the C++-only consumer compiles it too). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +59,7 @@ int main(int argc, char **argv)
     while (step < steps) {
         double g = global_sum(x, n);
         for (int i = 0; i < n; i++)
-            x[i] = 0.5 * x[i] + 1e-6 * g + (double)((i * 7 + step) % 13);
+            x[i] = 0.9999 * x[i] + 1e-7 * g + (double)((i * 7 + step) % 13);
         step++;
         if (step % 5 == 0)
             check(crpm_checkpoint(step, CRPM_L1), "crpm_checkpoint");

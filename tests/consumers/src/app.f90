@@ -63,7 +63,7 @@ contains
     real(real64), intent(in) :: g
     integer :: j
     do j = 1, n
-      x(j) = 0.5d0 * x(j) + 1d-6 * g + real(mod((j - 1) * 7 + step, 13), real64)
+      x(j) = 0.9999d0 * x(j) + 1d-7 * g + real(mod((j - 1) * 7 + step, 13), real64)
     end do
   end subroutine update
 
