@@ -68,7 +68,7 @@ function(_crpm_export_interface tgt)
       list(APPEND out "${item}")
       if(NOT inner IN_LIST internal)
         list(APPEND internal "${inner}")
-        set(_crpm_internal ${internal} PARENT_SCOPE)
+        set(_crpm_internal ${internal}) # seen by the recursive call, which returns it extended
         _crpm_export_interface("${inner}")
         set(internal ${_crpm_internal})
       endif()
@@ -150,14 +150,15 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/crpmConfigVersion.c
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/crpmConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/crpmConfigVersion.cmake
   DESTINATION ${CRPM_CMAKE_DIR} COMPONENT C)
 
-# crpm_install_pkgconfig(NAME name DESCRIPTION text CFLAGS flags LIBS flags [LIBS_PRIVATE flags])
+# crpm_install_pkgconfig(NAME name DESCRIPTION text CFLAGS flags LIBS flags [LIBS_PRIVATE flags]
+#                        [REQUIRES modules] COMPONENT component)
 # The .pc file is written at install time, so prefix and libdir are those of
 # the actual installation (cmake --install --prefix P), without ../ detours.
 # Libs carry -Wl,-rpath for a libdir outside the linker's default path, so
 # that programs start without LD_LIBRARY_PATH; the flag alone is in the
 # variable `rpath` (pkg-config --variable=rpath NAME).
 function(crpm_install_pkgconfig)
-  cmake_parse_arguments(P "" "NAME;DESCRIPTION;CFLAGS;LIBS;LIBS_PRIVATE;COMPONENT" "" ${ARGN})
+  cmake_parse_arguments(P "" "NAME;DESCRIPTION;CFLAGS;LIBS;LIBS_PRIVATE;REQUIRES;COMPONENT" "" ${ARGN})
   set(tmpl ${CMAKE_CURRENT_BINARY_DIR}/${P_NAME}.pc.in)
   file(WRITE ${tmpl} "prefix=@_pc_prefix@
 exec_prefix=\${prefix}
@@ -168,6 +169,7 @@ rpath=-Wl,-rpath,\${libdir}
 Name: ${P_NAME}
 Description: ${P_DESCRIPTION}
 Version: ${PROJECT_VERSION}
+Requires: ${P_REQUIRES}
 Cflags: ${P_CFLAGS}
 Libs: -L\${libdir} @_pc_rpath@${P_LIBS}
 Libs.private: ${P_LIBS_PRIVATE}
@@ -196,7 +198,18 @@ Libs.private: ${P_LIBS_PRIVATE}
 endfunction()
 
 # A static libcrpm brings its dependencies (pkg-config --static).
-set(_crpm_pc_private "-lpmem -linih -lz -lm")
+set(_crpm_pc_private)
+foreach(t IN LISTS _crpm_internal) # a static libcrpm's internal libraries come first
+  get_target_property(_t_type ${t} TYPE)
+  if(_t_type STREQUAL "STATIC_LIBRARY")
+    get_target_property(_t_name ${t} OUTPUT_NAME)
+    if(NOT _t_name)
+      set(_t_name ${t})
+    endif()
+    string(APPEND _crpm_pc_private "-l${_t_name} ")
+  endif()
+endforeach()
+string(APPEND _crpm_pc_private "-lpmem -linih -lz -lm")
 if(HDF5_FOUND AND HDF5_IS_PARALLEL)
   foreach(l IN LISTS HDF5_C_LIBRARIES)
     if(l MATCHES "^/.*hdf5")

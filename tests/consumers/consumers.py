@@ -21,6 +21,11 @@ component), then checks:
     minimal example, extracted from README.md and compiled with
     -std=c99 -pedantic-errors.
 Every program runs with LD_LIBRARY_PATH removed from the environment.
+
+With --static-c-only the script first configures and builds, in the work
+directory, the library alone as static libraries with no usable C++ compiler
+(CMAKE_CXX_COMPILER=/nonexistent), and checks that build instead (the
+applications scenario does not apply).
 Prints one line per check and "N passed, M failed" last.
 """
 import argparse
@@ -82,6 +87,16 @@ class Ctx:
         self.work = a.workdir
         self.prefix = os.path.join(a.workdir, "prefix")
         self.libdir = None
+        self.static = False
+
+
+def scenario_build_static_c_only(c):
+    b = os.path.join(c.work, "build-static")
+    run([c.a.cmake, "-S", c.a.source, "-B", b, "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF",
+         "-DCRPM_BUILD_TESTS=OFF", "-DCRPM_BUILD_APPS=OFF", "-DCRPM_BUILD_BENCH=OFF",
+         "-DCMAKE_CXX_COMPILER=/nonexistent/c++"], timeout=300)
+    run([c.a.cmake, "--build", b, "-j2"], timeout=900)
+    c.a.build = b
 
 
 def scenario_install(c):
@@ -94,7 +109,10 @@ def scenario_install(c):
     libs = glob.glob(os.path.join(c.prefix, "lib*/libcrpm.so")) + glob.glob(os.path.join(c.prefix, "lib*/libcrpm.a"))
     if len(libs) != 1:
         raise Failed("expected one libcrpm, found %s" % libs)
+    if c.a.static_c_only and not libs[0].endswith(".a"):
+        raise Failed("BUILD_SHARED_LIBS=OFF installed %s" % libs[0])
     c.libdir = os.path.dirname(libs[0])
+    c.static = libs[0].endswith(".a")
     for name in ("crpmConfig.cmake", "crpmConfigVersion.cmake", "crpmTargets.cmake"):
         if not os.path.isfile(os.path.join(c.libdir, "cmake", "crpm", name)):
             raise Failed("CMake package file %s missing" % name)
@@ -128,8 +146,8 @@ def scenario_pkgconfig_files(c):
             raise Failed("%s.pc: version is not %s" % (name, c.a.version))
     if c.a.fortran:
         cflags = pkgconfig(c, "--cflags", "crpmf")
-        inc = cflags.split("-I", 1)[1].strip() if "-I" in cflags else ""
-        if not os.path.isfile(os.path.join(inc, "crpm.mod")):
+        incs = [f[2:] for f in shlex.split(cflags) if f.startswith("-I")]
+        if not any(os.path.isfile(os.path.join(d, "crpm.mod")) for d in incs):
             raise Failed("crpmf.pc: --cflags %r does not point at crpm.mod" % cflags)
 
 
@@ -258,7 +276,7 @@ def scenario_cmake_fortran(c):
 
 def scenario_pkgconfig_c(c):
     exe = os.path.join(c.work, "pc_c")
-    flags = shlex.split(pkgconfig(c, "--cflags", "--libs", "crpm"))
+    flags = shlex.split(pkgconfig(c, "--cflags", "--libs", "crpm", *(["--static"] if c.static else [])))
     run([c.a.mpicc, "-o", exe, os.path.join(c.a.source, "tests/consumers/src/app.c")] + flags)
     return kill_restart(c, "pkgconfig_c", [exe])
 
@@ -267,7 +285,7 @@ def scenario_pkgconfig_fortran(c):
     if not c.a.fortran:
         return "skipped: no Fortran bindings"
     exe = os.path.join(c.work, "pc_f")
-    flags = shlex.split(pkgconfig(c, "--cflags", "--libs", "crpmf"))
+    flags = shlex.split(pkgconfig(c, "--cflags", "--libs", "crpmf", *(["--static"] if c.static else [])))
     run([c.a.mpif90, "-o", exe, os.path.join(c.a.source, "tests/consumers/src/app.f90")] + flags,
         cwd=c.work)
     return kill_restart(c, "pkgconfig_fortran", [exe])
@@ -289,12 +307,12 @@ def scenario_readme_example(c):
     with open(src, "w") as f:
         f.write(readme_example(c))
     exe = os.path.join(c.work, "readme_example")
-    flags = shlex.split(pkgconfig(c, "--cflags", "--libs", "crpm"))
+    flags = shlex.split(pkgconfig(c, "--cflags", "--libs", "crpm", *(["--static"] if c.static else [])))
     run([c.a.mpicc, "-std=c99", "-pedantic-errors", "-Wall", "-Wextra", "-Werror", "-o", exe, src] + flags)
     return kill_restart(c, "readme", [exe], period=10, word="iteration")
 
 
-SCENARIOS = [scenario_install, scenario_pkgconfig_files, scenario_man, scenario_tools, scenario_apps,
+SCENARIOS = [scenario_build_static_c_only, scenario_install, scenario_pkgconfig_files, scenario_man, scenario_tools, scenario_apps,
              scenario_cmake_c, scenario_cmake_cxx, scenario_cmake_fortran, scenario_pkgconfig_c,
              scenario_pkgconfig_fortran, scenario_readme_example]
 
@@ -311,15 +329,19 @@ def main():
     p.add_argument("--fortran", type=int, default=1)
     p.add_argument("--export", type=int, default=1, help="crpm-export is built")
     p.add_argument("--keep", action="store_true")
+    p.add_argument("--static-c-only", action="store_true", help="check a static, C-only library build (see above)")
     p.add_argument("only", nargs="*", help="scenario names (default: all)")
     a = p.parse_args()
+    a.source, a.build, a.workdir = (os.path.abspath(x) for x in (a.source, a.build, a.workdir))
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     c = Ctx(a)
     passed = failed = 0
     for s in SCENARIOS:
         name = s.__name__[len("scenario_"):]
-        if a.only and name not in a.only and name != "install":
+        if name == "build_static_c_only" and not a.static_c_only or name == "apps" and a.static_c_only:
+            continue
+        if a.only and name not in a.only and name not in ("install", "build_static_c_only"):
             continue
         t0 = time.time()
         try:
@@ -329,7 +351,7 @@ def main():
         except Failed as e:
             failed += 1
             print("%s: FAILED: %s" % (name, e), flush=True)
-            if name == "install":
+            if name in ("install", "build_static_c_only"):
                 break
     if failed == 0 and not a.keep:
         shutil.rmtree(a.workdir, ignore_errors=True)
