@@ -196,9 +196,15 @@ def scenario_bad_config(c):
 def scenario_verbose(c):
     cfg = c.basic("verbose", job="verbose", keep=0, verbosity=2)
     out = expect_ok(c.run(4, HEAT + ["--crpm", cfg, "--ckpt-every", "50"]), "verbosity 2")
-    lines = re.findall(r"^\[crpm\] checkpoint (\d+) \(L1\): .* written of .* protected \(.*%\) in [0-9.]+ (?:s|ms|us)$", out, re.M)
+    found = re.findall(r"^\[crpm\] checkpoint (\d+) \(L1\): .* written of .* protected \(.*%\) in ([0-9.]+) (s|ms|us)$",
+                       out, re.M)
+    lines = [x[0] for x in found]
     if lines != [str(i) for i in range(50, 601, 50)]:
         raise Failed("expected one line per checkpoint (50..600) on rank 0, got %s\n%s" % (lines, indent(out)))
+    # times in a unit that shows them: never "0.0000 s"
+    for _, v, unit in found:
+        if float(v) <= 0 or (unit == "s" and float(v) < 1) or (unit == "ms" and float(v) < 1):
+            raise Failed("checkpoint time printed as %s %s\n%s" % (v, unit, indent(out)))
     if os.path.exists(os.path.join(c.ckpt, "verbose")):
         raise Failed("keep_last_ckpt = 0 left the job directory")
 
@@ -242,6 +248,15 @@ def scenario_level4(c):
     cfg = c.basic("l4rm", job="l4", keep=0, extra="glbl_dir = %s\nckpt_interval = 40\nckpt_interval_l4 = 3\n"
                   % c.glbl)
     expect_ok(c.run(4, HEAT + ["--crpm", cfg]), "level-4 run without keep_last_ckpt")
+    # verbosity 2: a level-4 line reports the level-4 part (every protected
+    # byte) beside the level-1 part
+    cfg = c.basic("l4v", job="l4v", keep=0, verbosity=2,
+                  extra="glbl_dir = %s\nckpt_interval = 40\nckpt_interval_l4 = 3\n" % c.glbl)
+    out = expect_ok(c.run(4, HEAT + ["--crpm", cfg]), "level-4 run at verbosity 2")
+    l4 = re.findall(r"^\[crpm\] checkpoint (\d+) \(L4\): (.+) written to level 4 in [0-9.]+ (?:s|ms|us); "
+                    r"level 1: .+ written of (.+) protected \(.*%\) in [0-9.]+ (?:s|ms|us)$", out, re.M)
+    if [x[0] for x in l4] != ["3", "6", "9", "12", "15"] or any(x[1] != x[2] for x in l4):
+        raise Failed("expected level-4 lines for checkpoints 3..15 reporting the protected bytes\n" + indent(out))
     left = glob.glob(os.path.join(c.glbl, "l4", "*")) + glob.glob(os.path.join(c.ckpt, "l4", "*"))
     if left:
         raise Failed("finalize left %s" % left)
