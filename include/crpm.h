@@ -2,15 +2,20 @@
  * libcrpm -- crash-consistent differential checkpoint/restart for MPI
  * applications on persistent memory.
  *
- * Typical use (FTI-like):
+ * Typical use (FTI-like; needs <stdlib.h> for calloc):
  *
+ *   int iter = 0;
+ *   double *grid = calloc(n, sizeof *grid);
  *   crpm_init("crpm.ini", MPI_COMM_WORLD);
  *   crpm_protect(0, &iter, 1, CRPM_INT);
  *   crpm_protect(1, grid, n, CRPM_DOUBLE);
- *   if (crpm_status() != 0) crpm_recover();
- *   for (; iter < niter; iter++) {
- *       ...compute...
- *       if (iter % 10 == 0) crpm_checkpoint(iter, CRPM_L1);
+ *   if (crpm_status() > 0)          // a checkpoint exists; < 0 is an error
+ *       crpm_recover();
+ *   while (iter < niter) {
+ *       ...compute iteration `iter`...
+ *       iter++;                     // the arrays now hold `iter` iterations
+ *       if (iter % 10 == 0)         // saved with the counter that matches them,
+ *           crpm_checkpoint(iter, CRPM_L1); // so a restart is bitwise identical
  *   }
  *   crpm_finalize();
  *
@@ -18,7 +23,9 @@
  * crpm_strerror() turns a code into text and crpm_last_error() gives the
  * detailed message of the most recent failure on this rank.  Collective
  * functions agree on failure: when one rank fails, every rank returns an error
- * (CRPM_ERR_REMOTE on the ranks that did not fail themselves).
+ * (CRPM_ERR_REMOTE on the ranks that did not fail themselves).  The library
+ * does not print the errors it returns (only at verbosity 3, for debugging):
+ * the application prints crpm_last_error() once.
  */
 #ifndef CRPM_H
 #define CRPM_H

@@ -16,6 +16,7 @@
 #include "error.h"
 #include "jobdir.h"
 #include "restart.h"
+#include "schedule.h"
 #include "testhook.h"
 
 /* ---- predefined types ---------------------------------------------------- */
@@ -44,14 +45,13 @@ int crpm_init_type(crpm_type_t *type, size_t size)
 /* The library's one context: NULL between finalize and init. */
 static crpm_ctx *ctx;
 
-/* Errors leave the library through here: at verbosity >= 1 every rank that
- * fails says why on stderr, so a failed collective call is explained on all
- * ranks even if the application prints nothing.  Before a configuration is
- * read, errors are printed. */
+/* Errors leave the library through here.  The application prints
+ * crpm_last_error() (every rank has the reason, CRPM_ERR_REMOTE carries the
+ * failing rank's message), so the library repeats it only when debugging. */
 static int report(int rc, const char *fn)
 {
     int verbosity = ctx ? ctx->cfg.verbosity : 1;
-    if (rc < 0 && verbosity >= 1) {
+    if (rc < 0 && verbosity >= 3) {
         int rank = ctx ? ctx->rank : 0, inited = 0, fin = 0;
         MPI_Initialized(&inited);
         MPI_Finalized(&fin);
@@ -208,7 +208,8 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
         free_ctx();
         return rc;
     }
-    ctx->last_ckpt_time = crpm_now();
+    crpm_schedule_start(ctx);
+    crpm_error_clear(); /* "no level-4 file" and the like were not errors */
     if (ctx->rank == 0 && ctx->cfg.verbosity >= 3)
         printf("[crpm] init: %d ranks, job '%s' in %s, status %d\n", ctx->nranks, ctx->cfg.job_name, ctx->job_dir,
                ctx->status);
@@ -358,10 +359,11 @@ int crpm_recover(void)
         for (int i = 0; i < ctx->narrays; i++)
             mine[1] += (double)crpm_array_bytes(&ctx->arrays[i]);
         if (MPI_Allreduce(mine, mx, 2, MPI_DOUBLE, MPI_MAX, ctx->comm) == MPI_SUCCESS && ctx->rank == 0) {
-            char b[32];
+            char b[32], t[32];
             fmt_size(b, sizeof b, mx[1]);
-            printf("[crpm] recovered checkpoint %llu (%s): %s per rank in %.4f s (%.2f GB/s per rank)\n",
-                   (unsigned long long)ctx->last_id, ctx->source->ops->name, b, mx[0],
+            crpm_fmt_secs(t, sizeof t, mx[0]);
+            printf("[crpm] recovered checkpoint %llu (%s): %s per rank in %s (%.2f GB/s per rank)\n",
+                   (unsigned long long)ctx->last_id, ctx->source->ops->name, b, t,
                    mx[0] > 0 ? mx[1] / mx[0] / 1e9 : 0.0);
             fflush(stdout);
         }
@@ -439,16 +441,25 @@ static void add_stats(const crpm_stats_t *st)
     ctx->total.seconds += st->seconds;
 }
 
+/* A level-4 checkpoint writes every protected byte to glbl_dir after the
+ * level-1 checkpoint: both parts are reported. */
 static void log_checkpoint(int id, int level, const crpm_stats_t *st)
 {
-    double sum[2] = {(double)st->bytes_written, (double)st->protected_bytes}, tsum[2], secs = st->seconds, tmax;
+    double sum[2] = {(double)st->bytes_written, (double)st->protected_bytes}, tsum[2], tmax[2];
     if (MPI_Allreduce(sum, tsum, 2, MPI_DOUBLE, MPI_SUM, ctx->comm) == MPI_SUCCESS &&
-        MPI_Allreduce(&secs, &tmax, 1, MPI_DOUBLE, MPI_MAX, ctx->comm) == MPI_SUCCESS && ctx->rank == 0) {
-        char w[32], p[32];
+        MPI_Allreduce(ctx->cost, tmax, 2, MPI_DOUBLE, MPI_MAX, ctx->comm) == MPI_SUCCESS && ctx->rank == 0) {
+        char w[32], p[32], t[32], t4[32];
         fmt_size(w, sizeof w, tsum[0]);
         fmt_size(p, sizeof p, tsum[1]);
-        printf("[crpm] checkpoint %d (L%d): %s written of %s protected (%.1f%%) in %.4f s\n", id, level, w, p,
-               tsum[1] > 0 ? 100.0 * tsum[0] / tsum[1] : 0.0, tmax);
+        crpm_fmt_secs(t, sizeof t, tmax[0]);
+        crpm_fmt_secs(t4, sizeof t4, tmax[1]);
+        double pct = tsum[1] > 0 ? 100.0 * tsum[0] / tsum[1] : 0.0;
+        if (level == CRPM_L4)
+            printf("[crpm] checkpoint %d (L4): %s written to level 4 in %s; level 1: %s written of %s protected "
+                   "(%.1f%%) in %s\n", id, p, t4, w, p, pct, t);
+        else
+            printf("[crpm] checkpoint %d (L%d): %s written of %s protected (%.1f%%) in %s\n", id, level, w, p, pct,
+                   t);
         fflush(stdout);
     }
 }
@@ -501,12 +512,15 @@ int crpm_checkpoint(int id, int level)
     ctx->source = &ctx->primary;
     ctx->last_id = (uint64_t)(int64_t)id;
     ctx->iters_since = 0;
+    double t_l1 = crpm_now();
     if (level == CRPM_L4) {
         int l4c = 0;
         rc = ctx->l4.ops->write(&ctx->l4, ctx->arrays, ctx->narrays, id, &st, &l4c);
         rc = agree(rc, "crpm_checkpoint (level 4)");
     }
     double t1 = crpm_now();
+    ctx->cost[0] = t_l1 - t0;
+    ctx->cost[1] = t1 - t_l1;
     st.seconds = t1 - t0;
     st.checkpoints = 1;
     add_stats(&st);
@@ -525,21 +539,14 @@ int crpm_snapshot(void)
         int rc = crpm_recover();
         return rc < 0 ? rc : CRPM_SNAP_RECOVERED;
     }
-    ctx->iters_since++;
-    int due = ctx->cfg.ckpt_interval > 0 && ctx->iters_since >= ctx->cfg.ckpt_interval;
-    if (!due && ctx->cfg.ckpt_interval_s > 0) {
-        /* Clocks differ between ranks: any rank past the interval decides. */
-        int mine = crpm_now() - ctx->last_ckpt_time >= ctx->cfg.ckpt_interval_s, any = 0;
-        int mrc = MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, ctx->comm);
-        if (mrc != MPI_SUCCESS)
-            return report(crpm_mpi_fail(mrc, "crpm_snapshot: MPI_Allreduce"), fn);
-        due = any;
-    }
-    if (!due)
+    int level, rc = crpm_schedule_due(ctx, &level);
+    if (rc != 0)
+        return report(rc, fn);
+    if (!level)
         return CRPM_SNAP_NONE;
-    ctx->snap_ckpts++;
-    int level = ctx->cfg.ckpt_interval_l4 > 0 && ctx->snap_ckpts % ctx->cfg.ckpt_interval_l4 == 0 ? CRPM_L4 : CRPM_L1;
-    int rc = crpm_checkpoint((int)(ctx->last_id + 1), level);
+    rc = crpm_checkpoint((int)(ctx->last_id + 1), level);
+    if (rc == 0)
+        rc = report(crpm_schedule_taken(ctx, level), fn);
     return rc < 0 ? rc : CRPM_SNAP_CHECKPOINTED;
 }
 

@@ -23,7 +23,7 @@
 
 enum key_id {
     K_CKPT_DIR, K_JOB_NAME, K_CKPT_INTERVAL, K_CKPT_INTERVAL_S, K_KEEP_LAST_CKPT, K_VERBOSITY,
-    K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4,
+    K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4, K_MTBF_S, K_MTBF_L4_S,
     K_SEGMENT_SIZE, K_BLOCK_SIZE, K_PERSISTENCE, K_METHOD, K_CHANGE_TRACKING,
     K_LOCK_WAIT_S, K_ON_UNRECOVERABLE,
     K_COUNT
@@ -41,6 +41,8 @@ static const struct key_desc {
     [K_GLBL_DIR] = {"basic", "glbl_dir"},
     [K_CKPT_INTERVAL_L4] = {"basic", "ckpt_interval_l4"},
     [K_KEEP_L4] = {"basic", "keep_l4"},
+    [K_MTBF_S] = {"basic", "mtbf_s"},
+    [K_MTBF_L4_S] = {"basic", "mtbf_l4_s"},
     [K_SEGMENT_SIZE] = {"advanced", "segment_size"},
     [K_BLOCK_SIZE] = {"advanced", "block_size"},
     [K_PERSISTENCE] = {"advanced", "persistence"},
@@ -116,25 +118,25 @@ static int parse_long(const char *v, long lo, long hi, long *out)
     return 0;
 }
 
+/* Exactly 0 or 1, as documented: "yes" or "off" are rejected rather than
+ * guessed. */
+static int parse_bool(const char *v, int *out)
+{
+    if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+        return -1;
+    *out = v[0] == '1';
+    return 0;
+}
+
 static int parse_seconds(const char *v, double *out)
 {
     char *end;
     errno = 0;
     double d = strtod(v, &end);
     if (errno || end == v || *end != '\0' || !isfinite(d) || d < 0)
-        return 0;
+        return -1;
     *out = d;
-    return 1;
-}
-
-static int parse_bool(const char *v, int *out)
-{
-    static const char *yes[] = {"1", "true", "yes", "on"}, *no[] = {"0", "false", "no", "off"};
-    for (size_t i = 0; i < 4; i++) {
-        if (strcasecmp(v, yes[i]) == 0) { *out = 1; return 0; }
-        if (strcasecmp(v, no[i]) == 0) { *out = 0; return 0; }
-    }
-    return -1;
+    return 0;
 }
 
 /* Bytes with an optional binary suffix: 4096, 64K, 2M, 2MiB, 1G. */
@@ -222,11 +224,26 @@ static int handler(void *user, const char *section, const char *name, const char
         want = "an iteration count >= 0";
         break;
     case K_CKPT_INTERVAL_S:
-        ok = parse_seconds(value, &cfg->ckpt_interval_s);
-        want = "seconds >= 0";
+        cfg->ckpt_interval_auto = strcmp(value, "auto") == 0;
+        ok = cfg->ckpt_interval_auto || parse_seconds(value, &cfg->ckpt_interval_s) == 0;
+        want = "seconds >= 0 or auto";
         break;
+    case K_CKPT_INTERVAL_L4:
+        cfg->ckpt_interval_l4_auto = strcmp(value, "auto") == 0;
+        ok = cfg->ckpt_interval_l4_auto || parse_long(value, 0, 1L << 40, &l) == 0;
+        cfg->ckpt_interval_l4 = l;
+        want = "a count >= 0 or auto";
+        break;
+    case K_MTBF_S:
+    case K_MTBF_L4_S: {
+        double d = 0;
+        ok = parse_seconds(value, &d) == 0 && d > 0;
+        *(k == K_MTBF_S ? &cfg->mtbf_s : &cfg->mtbf_l4_s) = d;
+        want = "seconds > 0";
+        break;
+    }
     case K_LOCK_WAIT_S:
-        ok = parse_seconds(value, &cfg->lock_wait_s);
+        ok = parse_seconds(value, &cfg->lock_wait_s) == 0;
         want = "seconds >= 0";
         break;
     case K_ON_UNRECOVERABLE:
@@ -237,11 +254,6 @@ static int handler(void *user, const char *section, const char *name, const char
         else
             ok = 0;
         want = "error or fresh";
-        break;
-    case K_CKPT_INTERVAL_L4:
-        ok = parse_long(value, 0, 1L << 40, &l) == 0;
-        cfg->ckpt_interval_l4 = l;
-        want = "a count >= 0";
         break;
     case K_KEEP_LAST_CKPT:
         ok = parse_bool(value, &cfg->keep_last_ckpt) == 0;
@@ -333,9 +345,26 @@ int crpm_config_parse(const char *text, const char *name, crpm_config *cfg)
     if (!cfg->ckpt_dir[0])
         return crpm_error(CRPM_ERR_CONFIG,
                           "config %s: required key ckpt_dir missing in [basic] (and CRPM_CKPT_DIR not set)", name);
-    if (cfg->ckpt_interval_l4 > 0 && !cfg->glbl_dir[0])
+    if ((cfg->ckpt_interval_l4 > 0 || cfg->ckpt_interval_l4_auto) && !cfg->glbl_dir[0])
         return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: ckpt_interval_l4 needs glbl_dir in [basic]", name,
                           ctx.key_line[K_CKPT_INTERVAL_L4]);
+    /* The automatic interval needs the failure rate; a failure rate that no
+     * automatic interval uses is a configuration mistake. */
+    if (cfg->ckpt_interval_auto && !cfg->mtbf_s)
+        return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: ckpt_interval_s = auto needs mtbf_s in [basic]",
+                          name, ctx.key_line[K_CKPT_INTERVAL_S]);
+    if (cfg->ckpt_interval_l4_auto && !cfg->mtbf_l4_s && !cfg->mtbf_s)
+        return crpm_error(CRPM_ERR_CONFIG,
+                          "config %s, line %d: ckpt_interval_l4 = auto needs mtbf_l4_s or mtbf_s in [basic]", name,
+                          ctx.key_line[K_CKPT_INTERVAL_L4]);
+    if (cfg->mtbf_s && !cfg->ckpt_interval_auto && !cfg->ckpt_interval_l4_auto)
+        return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: mtbf_s is used only with ckpt_interval_s = auto or "
+                          "ckpt_interval_l4 = auto", name, ctx.key_line[K_MTBF_S]);
+    if (cfg->mtbf_l4_s && !cfg->ckpt_interval_l4_auto)
+        return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: mtbf_l4_s is used only with ckpt_interval_l4 = auto",
+                          name, ctx.key_line[K_MTBF_L4_S]);
+    if (cfg->ckpt_interval_l4_auto && !cfg->mtbf_l4_s)
+        cfg->mtbf_l4_s = cfg->mtbf_s;
     if (cfg->segment_size && cfg->block_size && cfg->block_size > cfg->segment_size)
         return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: block_size %llu exceeds segment_size %llu", name,
                           ctx.key_line[K_BLOCK_SIZE], (unsigned long long)cfg->block_size,

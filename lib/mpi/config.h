@@ -16,6 +16,10 @@ typedef struct crpm_config {
     long ckpt_interval;                 /* snapshot iterations; 0 = off */
     double ckpt_interval_s;             /* snapshot seconds; 0 = off */
     long ckpt_interval_l4;              /* every N-th snapshot checkpoint is L4; 0 = never */
+    int ckpt_interval_auto;             /* ckpt_interval_s = auto: Young/Daly from cost and mtbf_s */
+    int ckpt_interval_l4_auto;          /* ckpt_interval_l4 = auto: the same for level 4 */
+    double mtbf_s;                      /* mean time between failures; required by auto */
+    double mtbf_l4_s;                   /* MTBF of failures level 1 does not survive (default mtbf_s) */
     int keep_last_ckpt;                 /* 1: finalize leaves the checkpoints */
     int keep_l4;                        /* level-4 files kept (newest first) */
     int verbosity;                      /* 0 quiet .. 3 debug */

@@ -7,6 +7,7 @@
 #include <mpi.h>
 #include "array.h"
 #include "idindex.h"
+#include "interval.h"
 #include "config.h"
 #include "level.h"
 
@@ -39,10 +40,14 @@ typedef struct crpm_ctx {
     int nnames, cap_names;
     crpm_idindex name_ids;
 
-    /* snapshot schedule */
+    /* snapshot schedule (schedule.c) */
     long iters_since;
     double last_ckpt_time;
+    double last_l4_time;
     long snap_ckpts;
+    double cost[2];            /* seconds of the last checkpoint's level-1 and level-4 parts */
+    crpm_interval auto_iv[2];  /* automatic intervals of level 1 and level 4 */
+    double auto_logged[2];     /* interval last printed at verbosity 2 */
 
     crpm_stats_t last, total;
 

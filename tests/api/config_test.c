@@ -52,7 +52,7 @@ int main(int argc, char **argv)
         "job_name = run-7.b_x\n"
         "ckpt_interval = 25\n"
         "ckpt_interval_s = 1.5\n"
-        "keep_last_ckpt = yes\n"
+        "keep_last_ckpt = 1\n"
         "verbosity = 3\n"
         "glbl_dir = /gpfs/ckpt\n"
         "ckpt_interval_l4 = 4\n"
@@ -71,7 +71,31 @@ int main(int argc, char **argv)
     CHECK(parse("[basic]\nckpt_dir=/d\n[advanced]\nsegment_size=2M\nblock_size=1k\npersistence=pmem\n", &c) == 0);
     CHECK(c.segment_size == 2u << 20 && c.block_size == 1024 && c.persistence == CRPM_PERSIST_PMEM);
     CHECK(parse("[basic]\nckpt_dir=/d\n[advanced]\nsegment_size=1G\n", &c) == 0 && c.segment_size == 1u << 30);
-    CHECK(parse("[basic]\nckpt_dir=/d\nkeep_last_ckpt=off\n", &c) == 0 && c.keep_last_ckpt == 0);
+    CHECK(parse("[basic]\nckpt_dir=/d\nkeep_last_ckpt=0\n", &c) == 0 && c.keep_last_ckpt == 0);
+    /* booleans are exactly 0 or 1, as documented */
+    const char *not_bool[] = {"yes", "no", "true", "false", "on", "off", "01", "1.0", " 1x"};
+    for (size_t i = 0; i < sizeof not_bool / sizeof not_bool[0]; i++) {
+        char t[128], m[64];
+        snprintf(t, sizeof t, "[basic]\nckpt_dir = /d\nkeep_last_ckpt = %s\n", not_bool[i]);
+        snprintf(m, sizeof m, "for keep_last_ckpt: expected 0 or 1");
+        CHECK(fails_with(t, m));
+    }
+    /* automatic interval */
+    CHECK(parse("[basic]\nckpt_dir=/d\nckpt_interval_s = auto\nmtbf_s = 3600\n", &c) == 0);
+    CHECK(c.ckpt_interval_auto == 1 && c.mtbf_s == 3600 && c.ckpt_interval_s == 0 && !c.ckpt_interval_l4_auto);
+    CHECK(parse("[basic]\nckpt_dir=/d\nglbl_dir=/g\nckpt_interval_s=auto\nckpt_interval_l4=auto\nmtbf_s=60\n",
+                &c) == 0);
+    CHECK(c.ckpt_interval_l4_auto == 1 && c.mtbf_l4_s == 60);
+    CHECK(parse("[basic]\nckpt_dir=/d\nglbl_dir=/g\nckpt_interval_l4=auto\nmtbf_l4_s=7200\n", &c) == 0);
+    CHECK(c.ckpt_interval_l4_auto == 1 && c.mtbf_l4_s == 7200 && !c.ckpt_interval_auto);
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nckpt_interval_s = auto\n", "line 3: ckpt_interval_s = auto needs mtbf_s"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nmtbf_s = 10\n", "line 3: mtbf_s is used only with"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nmtbf_s = 0\n", "line 3: bad value '0' for mtbf_s"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nckpt_interval_s = Auto\n", "bad value 'Auto' for ckpt_interval_s"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nckpt_interval_l4 = auto\nmtbf_s = 9\n",
+                     "line 3: ckpt_interval_l4 needs glbl_dir"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nglbl_dir = /g\nckpt_interval_l4 = auto\n",
+                     "line 4: ckpt_interval_l4 = auto needs mtbf_l4_s or mtbf_s"));
 
     CHECK(fails_with("[basic]\nckpt_dir = /d\nckpt_intervall = 3\n", "t.ini, line 3: unknown key 'ckpt_intervall'"));
     CHECK(fails_with("[basic]\nckpt_dir = /d\nckpt_interval = -1\n", "line 3: bad value '-1' for ckpt_interval"));

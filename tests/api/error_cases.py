@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Error and fallback scenarios of the API, driven through the heat example.
 
-Each failing launch must exit non-zero, within its timeout, with a message
-from the library on every rank ("[crpm rank R] ..."), and must not remove the
+Each failing launch must exit non-zero, within its timeout, with the reason
+printed once on every rank, by the application from crpm_last_error() ("heat
+rank R: crpm_init failed: ..."; the library itself prints errors only at
+verbosity 3), and must not remove the
 checkpoints it refused.  Scenarios: another rank count (fewer and more), a
 corrupt container, a missing container, containers of another job, a bad
 configuration, verbosity-2 checkpoint lines, and (when level 4 is built) the
@@ -70,15 +72,17 @@ def checksum(out):
 
 
 def expect_error(res, np, per_rank):
-    """Non-zero exit and, for every rank r, a library line on stderr matching
-    per_rank(r) (a regex)."""
+    """Non-zero exit and, for every rank r, exactly one line on stderr matching
+    per_rank(r) (a regex), printed by the application."""
     rc, out, secs = res
     if rc == 0:
         raise Failed("exit code 0, expected an error\n" + indent(out))
     for r in range(np):
-        pat = re.compile(r"^\[crpm rank %d\] crpm_init: .*(%s)" % (r, per_rank(r)), re.M)
-        if not pat.search(out):
-            raise Failed("rank %d printed no message matching %r\n%s" % (r, pat.pattern, indent(out, 20)))
+        pat = re.compile(r"^heat rank %d: crpm_init failed: .*(%s)" % (r, per_rank(r)), re.M)
+        if len(list(pat.finditer(out))) != 1:
+            raise Failed("rank %d printed not exactly one message matching %r\n%s" % (r, pat.pattern, indent(out, 20)))
+    if re.search(r"^\[crpm rank \d+\] crpm_", out, re.M):
+        raise Failed("the library printed the error too (verbosity 1)\n" + indent(out, 20))
     return out
 
 
@@ -174,9 +178,15 @@ def scenario_bad_config(c):
 def scenario_verbose(c):
     cfg = c.basic("verbose", job="verbose", keep=0, verbosity=2)
     out = expect_ok(c.run(4, HEAT + ["--crpm", cfg, "--ckpt-every", "50"]), "verbosity 2")
-    lines = re.findall(r"^\[crpm\] checkpoint (\d+) \(L1\): .* written of .* protected \(.*%\) in .* s$", out, re.M)
+    found = re.findall(r"^\[crpm\] checkpoint (\d+) \(L1\): .* written of .* protected \(.*%\) in ([0-9.]+) (s|ms|us)$",
+                       out, re.M)
+    lines = [x[0] for x in found]
     if lines != [str(i) for i in range(50, 601, 50)]:
         raise Failed("expected one line per checkpoint (50..600) on rank 0, got %s\n%s" % (lines, indent(out)))
+    # times in a unit that shows them: never "0.0000 s"
+    for _, v, unit in found:
+        if float(v) <= 0 or (unit == "s" and float(v) < 1) or (unit == "ms" and float(v) < 1):
+            raise Failed("checkpoint time printed as %s %s\n%s" % (v, unit, indent(out)))
     if os.path.exists(os.path.join(c.ckpt, "verbose")):
         raise Failed("keep_last_ckpt = 0 left the job directory")
 
@@ -220,6 +230,15 @@ def scenario_level4(c):
     cfg = c.basic("l4rm", job="l4", keep=0, extra="glbl_dir = %s\nckpt_interval = 40\nckpt_interval_l4 = 3\n"
                   % c.glbl)
     expect_ok(c.run(4, HEAT + ["--crpm", cfg]), "level-4 run without keep_last_ckpt")
+    # verbosity 2: a level-4 line reports the level-4 part (every protected
+    # byte) beside the level-1 part
+    cfg = c.basic("l4v", job="l4v", keep=0, verbosity=2,
+                  extra="glbl_dir = %s\nckpt_interval = 40\nckpt_interval_l4 = 3\n" % c.glbl)
+    out = expect_ok(c.run(4, HEAT + ["--crpm", cfg]), "level-4 run at verbosity 2")
+    l4 = re.findall(r"^\[crpm\] checkpoint (\d+) \(L4\): (.+) written to level 4 in [0-9.]+ (?:s|ms|us); "
+                    r"level 1: .+ written of (.+) protected \(.*%\) in [0-9.]+ (?:s|ms|us)$", out, re.M)
+    if [x[0] for x in l4] != ["3", "6", "9", "12", "15"] or any(x[1] != x[2] for x in l4):
+        raise Failed("expected level-4 lines for checkpoints 3..15 reporting the protected bytes\n" + indent(out))
     left = glob.glob(os.path.join(c.glbl, "l4", "*")) + glob.glob(os.path.join(c.ckpt, "l4", "*"))
     if left:
         raise Failed("finalize left %s" % left)
