@@ -50,7 +50,9 @@ int crpm_container_rollback(crpm_container *c);
  * the descriptor's ptr and name are NULL. */
 int crpm_container_nregions(const crpm_container *c);
 int crpm_container_region(const crpm_container *c, int idx, crpm_array *out);
-/* Copies saved region idx (committed epoch) into dst (its bytes). */
+/* Copies saved region idx (committed epoch) into dst (its bytes), checking
+ * every chunk's CRC32C as it goes: CRPM_ERR_CORRUPT names the array id and
+ * byte offset of the first bad chunk, and dst then holds partial data. */
 int crpm_container_read_region(const crpm_container *c, int idx, void *dst);
 
 /* Prints superblock, geometry, epochs, regions and checksum verdicts of a
