@@ -145,6 +145,10 @@ int crpm_grow_pool(crpm_container *c, uint64_t min_nphys);
 int crpm_reserve_seg(crpm_container *c, uint32_t phys, uint64_t len);
 void crpm_mark_used(crpm_container *c);
 char *crpm_seg_addr(crpm_container *c, uint32_t phys);
+/* checksum.c: bytes per physical segment (data + CRC table; chunk 0 = no
+ * CRCs), and the CRC chunk for a geometry. */
+uint64_t crpm_crc_stride(uint64_t seg, uint64_t chunk);
+uint64_t crpm_crc_chunk_for(uint64_t seg, uint64_t blk);
 /* Stores (in the mapping, not yet flushed) the CRCs of chunks [c0, c1) of
  * physical segment phys, whose first len bytes will hold `data` (the
  * segment's bytes).  crpm_crc_flush then makes a range of entries durable at
