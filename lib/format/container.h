@@ -54,7 +54,9 @@ int crpm_container_rollback(crpm_container *c);
  * the descriptor's ptr and name are NULL. */
 int crpm_container_nregions(const crpm_container *c);
 int crpm_container_region(const crpm_container *c, int idx, crpm_array *out);
-/* Copies saved region idx (committed epoch) into dst (its bytes).  On a
+/* Copies saved region idx (committed epoch) into dst (its bytes), checking
+ * every chunk's CRC32C as it goes: CRPM_ERR_CORRUPT names the array id and
+ * byte offset of the first bad chunk, and dst then holds partial data.  On a
  * read-only container: from the snapshot if one was taken, otherwise from the
  * file, failing (CRPM_ERR_IO, "changed while it was read") rather than
  * returning bytes of another epoch when a live job committed meanwhile. */
@@ -163,6 +165,10 @@ int crpm_grow_pool(crpm_container *c, uint64_t min_nphys);
 int crpm_reserve_seg(crpm_container *c, uint32_t phys, uint64_t len);
 void crpm_mark_used(crpm_container *c);
 char *crpm_seg_addr(crpm_container *c, uint32_t phys);
+/* checksum.c: bytes per physical segment (data + CRC table; chunk 0 = no
+ * CRCs), and the CRC chunk for a geometry. */
+uint64_t crpm_crc_stride(uint64_t seg, uint64_t chunk);
+uint64_t crpm_crc_chunk_for(uint64_t seg, uint64_t blk);
 /* Stores (in the mapping, not yet flushed) the CRCs of chunks [c0, c1) of
  * physical segment phys, whose first len bytes will hold `data` (the
  * segment's bytes).  crpm_crc_flush then makes a range of entries durable at

@@ -5,9 +5,11 @@
  *   slot_offset[0/1]   two metadata slots; epoch e is described by slot e % 2
  *   data_offset        pool of physical segments, allocated on demand; each
  *                      takes seg_stride bytes: segment_size bytes of data, then
- *                      its CRC table (one CRC32C, ISA-L crc32_iscsi with seed
- *                      0, per crc_chunk bytes of the data; a segment's last
- *                      chunk covers only the bytes its region has there)
+ *                      its CRC table (one CRC32C, ISA-L crc32_iscsi, per
+ *                      crc_chunk bytes of the data, seeded with
+ *                      ~(lo32(nonce) ^ hi32(nonce) ^ phys * 0x9E3779B1 ^
+ *                      chunk * 0x85EBCA77); a segment's last chunk covers
+ *                      only the bytes its region has there)
  *
  * crc_chunk = max(block_size, 1 KiB) (at most segment_size): with small blocks
  * a CRC per block would make the tables large, and ISA-L's CRC32C runs at

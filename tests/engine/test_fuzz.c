@@ -239,6 +239,9 @@ static int make_flip(const char *out)
     crpm_container_close(c);
     for (int i = 0; i < NREG; i++)
         free(got[i]);
+    for (int k = 1; k <= K; k++)
+        for (int r = 0; r < NREG; r++)
+            free(ref[k][r]);
     printf("flipped array id 1, byte offset 8492 (file offset %lld): detected\n", (long long)off);
     return 0;
 }
@@ -291,6 +294,13 @@ int main(int argc, char **argv)
     unlink(path);
     unlink(pristine[0]);
     unlink(pristine[1]);
+    free(orig[0]);
+    free(orig[1]);
+    for (int i = 0; i < NREG; i++)
+        free(got[i]);
+    for (int k = 1; k <= K; k++)
+        for (int r = 0; r < NREG; r++)
+            free(ref[k][r]);
     printf("fuzz cases: %d (%d rejected at open), failures: %d\n", cases, rejected, failures);
     return failures ? 1 : 0;
 }

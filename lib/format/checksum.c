@@ -1,0 +1,180 @@
+/* Data checksums: a CRC32C (ISA-L) per chunk of every physical segment, in
+ * the table that follows the segment (layout in format.h).  The engine stores
+ * them with the data it writes (crpm_crc_compute / crpm_crc_flush); recovery
+ * and reads check them while copying (crpm_copy_saved); crpm_container_verify
+ * checks a whole committed epoch in place. */
+#include <isa-l/crc.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "container.h"
+
+/* A data chunk's CRC is seeded from the file's nonce and the chunk's place,
+ * so a zeroed chunk with a zeroed entry, or a chunk moved with its entry to
+ * another place or file, does not check. */
+static inline uint32_t chunk_crc(const crpm_container *c, uint32_t phys, uint64_t j, const void *p, uint64_t n)
+{
+    uint32_t seed = ~((uint32_t)c->sb.nonce ^ (uint32_t)(c->sb.nonce >> 32) ^ (phys * 0x9E3779B1u) ^
+                      ((uint32_t)j * 0x85EBCA77u));
+    return crc32_iscsi((unsigned char *)p, (int)n, seed);
+}
+
+/* Bytes of a physical segment: its data, then its CRC table rounded up to a
+ * page (64 B for segments below a page, to keep small test files small). */
+uint64_t crpm_crc_stride(uint64_t seg, uint64_t chunk)
+{
+    if (!chunk)
+        return seg;
+    uint64_t tab = seg / chunk * 4, align = seg >= 4096 ? 4096 : 64;
+    return seg + (tab + align - 1) / align * align;
+}
+
+uint64_t crpm_crc_chunk_for(uint64_t seg, uint64_t blk)
+{
+    uint64_t ch = blk > CRPM_CRC_MIN_CHUNK ? blk : CRPM_CRC_MIN_CHUNK;
+    return ch < seg ? ch : seg;
+}
+
+static uint32_t *crc_table(const crpm_container *c, uint32_t phys)
+{
+    return (uint32_t *)(c->media.base + c->sb.data_offset + (uint64_t)phys * c->sb.seg_stride + c->sb.segment_size);
+}
+
+void crpm_crc_compute(crpm_container *c, uint32_t phys, const char *data, uint64_t len, uint64_t c0, uint64_t c1)
+{
+    uint64_t ch = c->sb.crc_chunk;
+    uint32_t *tab = crc_table(c, phys);
+    for (uint64_t j = c0; ch && j < c1; j++) {
+        uint64_t o = j * ch, l = len - o < ch ? len - o : ch;
+        tab[j] = chunk_crc(c, phys, j, data + o, l);
+    }
+}
+
+void crpm_crc_flush(crpm_container *c, uint32_t phys, uint64_t c0, uint64_t c1)
+{
+    if (c->sb.crc_chunk && c0 < c1)
+        crpm_persist_flush(&c->media, crc_table(c, phys) + c0, (c1 - c0) * sizeof(uint32_t));
+}
+
+void crpm_crc_trust_committed(crpm_container *c)
+{
+    if (c->used_cap)
+        memset(c->crc_len, 0, c->used_cap * sizeof *c->crc_len);
+    uint64_t seg = c->sb.segment_size;
+    for (int i = 0; i < c->nregions; i++) {
+        const crpm_region *r = &c->regions[i];
+        uint64_t bytes = r->count * r->elem_size;
+        for (uint64_t k = 0; r->saved && k < r->nsegs; k++) {
+            const crpm_seg *s = &r->segs[k];
+            if (s->state && s->phys[s->state - 1] < c->used_cap)
+                c->crc_len[s->phys[s->state - 1]] = (uint32_t)(bytes - k * seg < seg ? bytes - k * seg : seg);
+        }
+    }
+}
+
+static int bad_chunk(const crpm_container *c, const crpm_region *r, uint64_t off, uint32_t phys)
+{
+    return crpm_error(CRPM_ERR_CORRUPT,
+                      "%s: checkpoint data is corrupt: array id %d, byte offset %llu (epoch %llu, CRC32C mismatch "
+                      "in physical segment %u)",
+                      c->path, r->id, (unsigned long long)off, (unsigned long long)c->epoch, phys);
+}
+
+/* Copies in pieces that stay in L2 and checks each chunk's CRC on the copy
+ * just written, so the data is read from the container once. */
+#define VERIFY_PIECE (64u << 10)
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* Freshly allocated arrays fault on first touch, one page at a time; asking
+ * the kernel to populate the whole range first is cheaper (best effort:
+ * kernels before 5.14 say EINVAL and the copy faults as before). */
+static void populate(const void *p, uint64_t bytes, int advice)
+{
+    uintptr_t pg = 4096, lo = ((uintptr_t)p + pg - 1) & ~(pg - 1), hi = ((uintptr_t)p + bytes) & ~(pg - 1);
+    if (bytes >= (1u << 20) && hi > lo)
+        (void)madvise((void *)lo, hi - lo, advice);
+}
+
+int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
+{
+    uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size, ch = c->sb.crc_chunk;
+    populate(dst, bytes, MADV_POPULATE_WRITE);
+    for (uint64_t k = 0; k < r->nsegs; k++) {
+        uint64_t off = k * seg, len = bytes - off < seg ? bytes - off : seg;
+        const crpm_seg *s = &r->segs[k];
+        if (s->state == 0)
+            return crpm_error(CRPM_ERR_CORRUPT, "%s: region %d segment %llu has no data", c->path, r->id,
+                              (unsigned long long)k);
+        uint32_t phys = s->phys[s->state - 1];
+        const char *src = crpm_seg_addr(c, phys);
+        char *d = (char *)dst + off;
+        populate(src, len, MADV_POPULATE_READ); /* the container's pages, likewise */
+        if (!ch) {
+            memcpy(d, src, len);
+            continue;
+        }
+        const uint32_t *tab = crc_table(c, phys);
+        uint64_t piece = VERIFY_PIECE > ch ? VERIFY_PIECE : ch;
+        for (uint64_t o = 0; o < len; o += piece) {
+            uint64_t n = len - o < piece ? len - o : piece;
+            memcpy(d + o, src + o, n);
+            for (uint64_t p = o; p < o + n; p += ch) {
+                uint64_t l = len - p < ch ? len - p : ch;
+                if (chunk_crc(c, phys, p / ch, d + p, l) != tab[p / ch])
+                    return bad_chunk(c, r, off + p, phys);
+            }
+        }
+    }
+    return CRPM_SUCCESS;
+}
+
+int crpm_container_verify(const crpm_container *c, FILE *out)
+{
+    uint64_t seg = c->sb.segment_size, ch = c->sb.crc_chunk, bad = 0, chunks = 0;
+    int rc = CRPM_SUCCESS;
+    char first[1024] = "";
+    if (!ch) {
+        if (out)
+            fprintf(out, "data checksums: none (container created without them)\n");
+        return CRPM_SUCCESS;
+    }
+    for (int i = 0; i < c->nregions; i++) {
+        const crpm_region *r = &c->regions[i];
+        uint64_t bytes = r->count * r->elem_size;
+        for (uint64_t k = 0; r->saved && k < r->nsegs; k++) {
+            uint64_t off = k * seg, len = bytes - off < seg ? bytes - off : seg;
+            const crpm_seg *s = &r->segs[k];
+            if (s->state == 0)
+                continue; /* reported by recovery as missing data */
+            uint32_t phys = s->phys[s->state - 1];
+            const char *src = crpm_seg_addr((crpm_container *)c, phys);
+            const uint32_t *tab = crc_table(c, phys);
+            for (uint64_t p = 0; p < len; p += ch) {
+                uint64_t l = len - p < ch ? len - p : ch;
+                chunks++;
+                if (chunk_crc(c, phys, p / ch, src + p, l) == tab[p / ch])
+                    continue;
+                if (out && bad < 100)
+                    fprintf(out, "  BAD: array id %d, byte offset %llu (%llu bytes), physical segment %u\n", r->id,
+                            (unsigned long long)(off + p), (unsigned long long)l, phys);
+                if (!bad++) {
+                    rc = bad_chunk(c, r, off + p, phys);
+                    snprintf(first, sizeof first, "%s", crpm_last_error());
+                }
+            }
+        }
+    }
+    if (out)
+        fprintf(out, "data checksums: %llu chunks of %llu bytes checked, %llu bad\n", (unsigned long long)chunks,
+                (unsigned long long)ch, (unsigned long long)bad);
+    if (bad)
+        crpm_error(CRPM_ERR_CORRUPT, "%llu corrupt data chunk(s); the first: %s", (unsigned long long)bad, first);
+    return rc;
+}
+
