@@ -282,6 +282,10 @@ int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type)
     int rc = ops && ops->protect ? ops->protect(&ctx->primary, &a) : CRPM_SUCCESS;
     if (rc != 0)
         return report(rc, fn);
+    crpm_container *c = crpm_level_l1_container(&ctx->primary);
+    const char *why = c && ctx->cfg.change_tracking ? crpm_container_untracked_reason(c, id) : NULL;
+    if (why && ctx->cfg.verbosity >= 2)
+        printf("[crpm rank %d] array %d is compared whole, not tracked: %s\n", ctx->rank, id, why);
     ctx->arrays[i] = a;
     if (i == ctx->narrays) {
         ctx->narrays++;
