@@ -26,95 +26,6 @@ static double mono(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Regions by id (util/idindex.h): rebuilt by loads (crpm_free_regions
- * invalidates it) and compactions (nregions shrinks). */
-static crpm_idrecs region_recs(const crpm_container *c)
-{
-    return (crpm_idrecs){c->regions, sizeof *c->regions, offsetof(crpm_region, id)};
-}
-
-static crpm_region *find_region(crpm_container *c, int32_t id)
-{
-    if (crpm_idindex_sync(&c->rindex, region_recs(c), c->nregions, 1) != 0) { /* no memory: search */
-        for (int i = 0; i < c->nregions; i++)
-            if (c->regions[i].id == id)
-                return &c->regions[i];
-        return NULL;
-    }
-    int i = crpm_idindex_find(&c->rindex, region_recs(c), id);
-    return i < 0 ? NULL : &c->regions[i];
-}
-
-int crpm_container_protect(crpm_container *c, int32_t id, void *ptr, uint64_t count, int32_t type_code,
-                           uint64_t elem_size)
-{
-    if (!c)
-        return crpm_error(CRPM_ERR_STATE, "no container");
-    if (elem_size == 0)
-        return crpm_error(CRPM_ERR_INVAL, "protect id %d: element size is 0", id);
-    if (count > (UINT64_MAX / 2) / elem_size)
-        return crpm_error(CRPM_ERR_RANGE, "protect id %d: %llu elements of %llu bytes is too large", id,
-                          (unsigned long long)count, (unsigned long long)elem_size);
-    if (!ptr && count)
-        return crpm_error(CRPM_ERR_INVAL, "protect id %d: NULL pointer for %llu elements", id,
-                          (unsigned long long)count);
-    crpm_region *r = find_region(c, id);
-    if (!r) {
-        if (c->nregions == c->cap_regions) {
-            int cap = c->cap_regions ? 2 * c->cap_regions : 8;
-            crpm_region *n = realloc(c->regions, (size_t)cap * sizeof *n);
-            if (!n)
-                return crpm_error(CRPM_ERR_NOMEM, "out of memory");
-            c->regions = n;
-            c->cap_regions = cap;
-        }
-        r = &c->regions[c->nregions++];
-        memset(r, 0, sizeof *r);
-        r->id = id;
-        crpm_idindex_append(&c->rindex, region_recs(c), c->nregions - 1);
-    }
-    if (r->p_count * r->p_elem_size != count * elem_size)
-        r->stale_valid = 0;
-    /* another buffer (double buffering, realloc) may hold other data on pages
-     * that were not written since the last scan */
-    if (r->ptr != ptr || r->p_count * r->p_elem_size != count * elem_size)
-        r->rescan_all = 1;
-    r->ptr = ptr;
-    r->p_count = count;
-    r->p_elem_size = elem_size;
-    r->p_type_code = type_code;
-    /* memory the kernel does not track completely is simply compared */
-    r->untracked = NULL;
-    if (c->trk && count) {
-        r->untracked = crpm_tracker_memory_check(c->trk, ptr, count * elem_size);
-        if (!r->untracked && crpm_tracker_add(c->trk, ptr, count * elem_size) != 0)
-            r->untracked = "the kernel refused to write-protect it";
-        crpm_error_clear();
-    }
-    r->tracked = c->trk && count && !r->untracked;
-    return CRPM_SUCCESS;
-}
-
-const char *crpm_container_untracked_reason(const crpm_container *c, int32_t id)
-{
-    const crpm_region *r = find_region((crpm_container *)c, id);
-    if (!c->want_tracking || !r || !r->p_elem_size)
-        return NULL;
-    if (!c->trk)
-        return c->track_msg;
-    return r->untracked;
-}
-
-int crpm_container_unprotect(crpm_container *c, int32_t id)
-{
-    crpm_region *r = find_region(c, id);
-    if (!r || !r->p_elem_size)
-        return crpm_error(CRPM_ERR_INVAL, "unprotect: id %d is not protected", id);
-    r->ptr = NULL;
-    r->p_count = r->p_elem_size = 0;
-    return CRPM_SUCCESS;
-}
-
 /* ---- physical segment allocation ---------------------------------------- */
 
 static int alloc_phys(crpm_container *c, uint32_t *out)
@@ -681,75 +592,49 @@ static int checkpoint_region(crpm_container *c, crpm_region *r, crpm_seg *segs, 
     return CRPM_SUCCESS;
 }
 
-int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t *out)
+/* Segment tables of the epoch being written: each protected region keeps
+ * its committed segments and gets empty ones where it grew (*fresh counts
+ * them).  NULL with *rc set when out of memory. */
+static crpm_seg **new_seg_tables(crpm_container *c, uint64_t *protected_bytes, uint64_t *fresh, int *rc)
 {
-    if (c->read_only)
-        return crpm_error(CRPM_ERR_STATE, "%s is open read-only", c->path);
-    double t0 = mono();
-    uint64_t drains0 = c->media.drains;
-    uint64_t seg = c->sb.segment_size, protected_bytes = 0;
-    int rc = CRPM_SUCCESS;
-    if (c->hook)
-        c->hook(c->hook_arg, CRPM_HOOK_BEFORE_DATA, c->epoch + 1);
-    /* From here on the copies epoch-1 relies on may be overwritten. */
-    if (!c->in_progress && (rc = crpm_write_commit(c, c->epoch, 1)) != 0)
-        return rc;
-    c->prev_ok = 0;
-
+    uint64_t seg = c->sb.segment_size;
     crpm_seg **segs = calloc((size_t)c->nregions + 1, sizeof *segs);
-    if (!segs)
-        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
-    uint64_t fresh = 0;
-    for (int i = 0; i < c->nregions && rc == 0; i++) {
+    if (!segs) {
+        *rc = crpm_error(CRPM_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < c->nregions; i++) {
         crpm_region *r = &c->regions[i];
         if (!r->p_elem_size)
             continue;
         uint64_t bytes = r->p_count * r->p_elem_size;
         uint64_t ns = (bytes + seg - 1) / seg;
-        protected_bytes += bytes;
+        *protected_bytes += bytes;
         segs[i] = malloc((ns ? ns : 1) * sizeof(crpm_seg));
         if (!segs[i]) {
-            rc = crpm_error(CRPM_ERR_NOMEM, "out of memory");
-            break;
+            for (int j = 0; j < i; j++)
+                free(segs[j]);
+            free(segs);
+            *rc = crpm_error(CRPM_ERR_NOMEM, "out of memory");
+            return NULL;
         }
         for (uint64_t k = 0; k < ns; k++) {
             if (r->saved && k < r->nsegs) {
                 segs[i][k] = r->segs[k];
             } else {
                 segs[i][k] = (crpm_seg){{CRPM_NO_PHYS, CRPM_NO_PHYS}, 0};
-                fresh++;
+                (*fresh)++;
             }
         }
     }
-    /* one pool growth for all new segments instead of one per segment */
-    if (rc == 0 && fresh)
-        rc = reserve_phys(c, fresh);
-    ck_stats st = {0, 0, 0};
-    if (rc == 0 && c->trk)
-        scan_all(c);
-    for (int i = 0; i < c->nregions && rc == 0; i++)
-        if (c->regions[i].p_elem_size)
-            rc = checkpoint_region(c, &c->regions[i], segs[i], &st);
-    if (rc == 0)
-        rc = crpm_write_slot(c, c->epoch + 1, user_id, c->nphys, c->regions, c->nregions, segs);
-    if (rc == 0) {
-        crpm_persist_drain(&c->media);
-        if (c->hook)
-            c->hook(c->hook_arg, CRPM_HOOK_AFTER_DATA, c->epoch + 1);
-        rc = crpm_write_commit(c, c->epoch + 1, 0);
-    }
-    if (rc) {
-        for (int i = 0; i < c->nregions; i++)
-            free(segs[i]);
-        free(segs);
-        crpm_mark_used(c); /* forget allocations of the failed attempt */
-        crpm_crc_trust_committed(c); /* the other copies' tables were partly rewritten */
-        for (int i = 0; i < c->nregions; i++)
-            c->regions[i].stale_valid = 0; /* the other copies were partly rewritten */
-        return rc;
-    }
+    return segs;
+}
 
-    /* committed: the protected set becomes the saved set */
+/* Committed: the protected set becomes the saved set (unprotected regions
+ * leave it), with the new segment tables. */
+static void adopt_saved(crpm_container *c, crpm_seg **segs)
+{
+    uint64_t seg = c->sb.segment_size;
     int m = 0;
     for (int i = 0; i < c->nregions; i++) {
         crpm_region *r = &c->regions[i];
@@ -778,6 +663,56 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
     c->nregions = m;
     free(segs);
     crpm_mark_used(c);
+}
+
+int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t *out)
+{
+    if (c->read_only)
+        return crpm_error(CRPM_ERR_STATE, "%s is open read-only", c->path);
+    double t0 = mono();
+    uint64_t drains0 = c->media.drains;
+    uint64_t protected_bytes = 0;
+    int rc = CRPM_SUCCESS;
+    if (c->hook)
+        c->hook(c->hook_arg, CRPM_HOOK_BEFORE_DATA, c->epoch + 1);
+    /* From here on the copies epoch-1 relies on may be overwritten. */
+    if (!c->in_progress && (rc = crpm_write_commit(c, c->epoch, 1)) != 0)
+        return rc;
+    c->prev_ok = 0;
+
+    uint64_t fresh = 0;
+    crpm_seg **segs = new_seg_tables(c, &protected_bytes, &fresh, &rc);
+    if (!segs)
+        return rc;
+    /* one pool growth for all new segments instead of one per segment */
+    if (rc == 0 && fresh)
+        rc = reserve_phys(c, fresh);
+    ck_stats st = {0, 0, 0};
+    if (rc == 0 && c->trk)
+        scan_all(c);
+    for (int i = 0; i < c->nregions && rc == 0; i++)
+        if (c->regions[i].p_elem_size)
+            rc = checkpoint_region(c, &c->regions[i], segs[i], &st);
+    if (rc == 0)
+        rc = crpm_write_slot(c, c->epoch + 1, user_id, c->nphys, c->regions, c->nregions, segs);
+    if (rc == 0) {
+        crpm_persist_drain(&c->media);
+        if (c->hook)
+            c->hook(c->hook_arg, CRPM_HOOK_AFTER_DATA, c->epoch + 1);
+        rc = crpm_write_commit(c, c->epoch + 1, 0);
+    }
+    if (rc) {
+        for (int i = 0; i < c->nregions; i++)
+            free(segs[i]);
+        free(segs);
+        crpm_mark_used(c); /* forget allocations of the failed attempt */
+        crpm_crc_trust_committed(c); /* the other copies' tables were partly rewritten */
+        for (int i = 0; i < c->nregions; i++)
+            c->regions[i].stale_valid = 0; /* the other copies were partly rewritten */
+        return rc;
+    }
+
+    adopt_saved(c, segs);
     c->user_id = user_id;
     c->prev_ok = 1;
 
@@ -787,32 +722,5 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
         *out = s;
     if (c->hook)
         c->hook(c->hook_arg, CRPM_HOOK_AFTER_COMMIT, c->epoch);
-    return CRPM_SUCCESS;
-}
-
-int crpm_container_recover(crpm_container *c)
-{
-    if (c->epoch == 0)
-        return crpm_error(CRPM_ERR_NOCKPT, "%s: no committed checkpoint", c->path);
-    for (int i = 0; i < c->nregions; i++) {
-        crpm_region *r = &c->regions[i];
-        if (r->saved && !r->p_elem_size)
-            return crpm_error(CRPM_ERR_MISMATCH, "array id %d is in the checkpoint but not protected", r->id);
-        if (!r->saved && r->p_elem_size)
-            return crpm_error(CRPM_ERR_MISMATCH, "array id %d is protected but not in the checkpoint", r->id);
-        if (r->saved && (r->p_elem_size != r->elem_size || r->p_count != r->count))
-            return crpm_error(CRPM_ERR_MISMATCH,
-                              "array id %d: checkpoint holds %llu elements of %llu bytes, protected %llu of %llu",
-                              r->id, (unsigned long long)r->count, (unsigned long long)r->elem_size,
-                              (unsigned long long)r->p_count, (unsigned long long)r->p_elem_size);
-        if (r->saved && r->p_type_code != r->type_code)
-            return crpm_error(CRPM_ERR_MISMATCH, "array id %d: checkpoint type %d, protected type %d", r->id,
-                              r->type_code, r->p_type_code);
-    }
-    for (int i = 0; i < c->nregions; i++) {
-        int rc = crpm_copy_saved(c, &c->regions[i], c->regions[i].ptr);
-        if (rc)
-            return rc;
-    }
     return CRPM_SUCCESS;
 }

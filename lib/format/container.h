@@ -180,5 +180,14 @@ void crpm_crc_flush(crpm_container *c, uint32_t phys, uint64_t c0, uint64_t c1);
  * failed checkpoint). */
 void crpm_crc_trust_committed(crpm_container *c);
 void crpm_free_regions(crpm_container *c);
+/* Shared by container.c, slot.c and view.c. */
+uint64_t crpm_fmt_now_ns(void);
+uint32_t crpm_meta_crc(const void *p, size_t n, uint32_t seed);
+uint64_t crpm_nsegs_for(uint64_t bytes, uint64_t seg);
+void crpm_compute_prev(crpm_container *c);
+int crpm_parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int *nout, uint64_t *user_id,
+                      uint64_t *nphys);
+int crpm_view_load(crpm_container *c, int with_data);
+
 int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst);
 #endif

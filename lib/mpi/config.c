@@ -177,6 +177,133 @@ static int set_path(char *dst, const char *v)
     return 0;
 }
 
+/* [basic] keys: sets the key, *want says what a bad value should have been. */
+static int set_basic(crpm_config *cfg, int k, const char *value, const char **want)
+{
+    long l = 0;
+    int ok = 1;
+    switch (k) {
+    case K_CKPT_DIR:
+        ok = *value && set_path(cfg->ckpt_dir, value) == 0;
+        *want = "a non-empty path";
+        break;
+    case K_GLBL_DIR:
+        ok = set_path(cfg->glbl_dir, value) == 0;
+        *want = "a path";
+        break;
+    case K_JOB_NAME:
+        ok = crpm_job_name_valid(value);
+        if (ok)
+            strcpy(cfg->job_name, value);
+        *want = "a name of letters, digits, '.', '_' or '-'";
+        break;
+    case K_CKPT_INTERVAL:
+        ok = parse_long(value, 0, 1L << 40, &l) == 0;
+        cfg->ckpt_interval = l;
+        *want = "an iteration count >= 0";
+        break;
+    case K_CKPT_INTERVAL_S:
+        cfg->ckpt_interval_auto = strcmp(value, "auto") == 0;
+        ok = cfg->ckpt_interval_auto || parse_seconds(value, &cfg->ckpt_interval_s) == 0;
+        *want = "seconds >= 0 or auto";
+        break;
+    case K_CKPT_INTERVAL_L4:
+        cfg->ckpt_interval_l4_auto = strcmp(value, "auto") == 0;
+        ok = cfg->ckpt_interval_l4_auto || parse_long(value, 0, 1L << 40, &l) == 0;
+        cfg->ckpt_interval_l4 = l;
+        *want = "a count >= 0 or auto";
+        break;
+    case K_MTBF_S:
+    case K_MTBF_L4_S: {
+        double d = 0;
+        ok = parse_seconds(value, &d) == 0 && d > 0;
+        *(k == K_MTBF_S ? &cfg->mtbf_s : &cfg->mtbf_l4_s) = d;
+        *want = "seconds > 0";
+        break;
+    }
+    case K_KEEP_LAST_CKPT:
+        ok = parse_bool(value, &cfg->keep_last_ckpt) == 0;
+        *want = "0 or 1";
+        break;
+    case K_KEEP_L4:
+        ok = parse_long(value, 1, 1000000, &l) == 0;
+        cfg->keep_l4 = (int)l;
+        *want = "a count >= 1";
+        break;
+    case K_VERBOSITY:
+        ok = parse_long(value, 0, 3, &l) == 0;
+        cfg->verbosity = (int)l;
+        *want = "0, 1, 2 or 3";
+        break;
+    }
+    (void)l;
+    return ok;
+}
+
+/* [advanced] keys: sets the key, *want says what a bad value should have been. */
+static int set_advanced(crpm_config *cfg, int k, const char *value, const char **want)
+{
+    long l = 0;
+    int ok = 1;
+    switch (k) {
+    case K_LOCK_WAIT_S:
+        ok = parse_seconds(value, &cfg->lock_wait_s) == 0;
+        *want = "seconds >= 0";
+        break;
+    case K_ON_UNRECOVERABLE:
+        if (strcmp(value, "error") == 0)
+            cfg->on_unrecoverable_fresh = 0;
+        else if (strcmp(value, "fresh") == 0)
+            cfg->on_unrecoverable_fresh = 1;
+        else
+            ok = 0;
+        *want = "error or fresh";
+        break;
+    case K_SEGMENT_SIZE:
+    case K_BLOCK_SIZE: {
+        uint64_t s = 0;
+        ok = parse_size(value, &s) == 0 && s > 0 && (s & (s - 1)) == 0;
+        if (k == K_SEGMENT_SIZE)
+            cfg->segment_size = s;
+        else
+            cfg->block_size = s;
+        *want = "a power of two in bytes (suffix K, M or G allowed)";
+        break;
+    }
+    case K_PERSISTENCE:
+        if (strcmp(value, "auto") == 0)
+            cfg->persistence = CRPM_PERSIST_AUTO;
+        else if (strcmp(value, "pmem") == 0)
+            cfg->persistence = CRPM_PERSIST_PMEM;
+        else if (strcmp(value, "msync") == 0)
+            cfg->persistence = CRPM_PERSIST_MSYNC;
+        else
+            ok = 0;
+        *want = "auto, pmem or msync";
+        break;
+    case K_METHOD:
+        if (strcmp(value, "differential") == 0)
+            cfg->method = CRPM_METHOD_DIFFERENTIAL;
+        else if (strcmp(value, "full") == 0)
+            cfg->method = CRPM_METHOD_FULL;
+        else
+            ok = 0;
+        *want = "differential or full";
+        break;
+    case K_CHANGE_TRACKING:
+        if (strcmp(value, "compare") == 0)
+            cfg->change_tracking = 0;
+        else if (strcmp(value, "pagemap") == 0)
+            cfg->change_tracking = 1;
+        else
+            ok = 0;
+        *want = "compare or pagemap";
+        break;
+    }
+    (void)l;
+    return ok;
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
     parse_ctx *ctx = user;
@@ -200,116 +327,8 @@ static int handler(void *user, const char *section, const char *name, const char
     }
     ctx->key_line[k] = ctx->line;
 
-    long l = 0;
-    int ok = 1;
     const char *want = "";
-    switch (k) {
-    case K_CKPT_DIR:
-        ok = *value && set_path(cfg->ckpt_dir, value) == 0;
-        want = "a non-empty path";
-        break;
-    case K_GLBL_DIR:
-        ok = set_path(cfg->glbl_dir, value) == 0;
-        want = "a path";
-        break;
-    case K_JOB_NAME:
-        ok = crpm_job_name_valid(value);
-        if (ok)
-            strcpy(cfg->job_name, value);
-        want = "a name of letters, digits, '.', '_' or '-'";
-        break;
-    case K_CKPT_INTERVAL:
-        ok = parse_long(value, 0, 1L << 40, &l) == 0;
-        cfg->ckpt_interval = l;
-        want = "an iteration count >= 0";
-        break;
-    case K_CKPT_INTERVAL_S:
-        cfg->ckpt_interval_auto = strcmp(value, "auto") == 0;
-        ok = cfg->ckpt_interval_auto || parse_seconds(value, &cfg->ckpt_interval_s) == 0;
-        want = "seconds >= 0 or auto";
-        break;
-    case K_CKPT_INTERVAL_L4:
-        cfg->ckpt_interval_l4_auto = strcmp(value, "auto") == 0;
-        ok = cfg->ckpt_interval_l4_auto || parse_long(value, 0, 1L << 40, &l) == 0;
-        cfg->ckpt_interval_l4 = l;
-        want = "a count >= 0 or auto";
-        break;
-    case K_MTBF_S:
-    case K_MTBF_L4_S: {
-        double d = 0;
-        ok = parse_seconds(value, &d) == 0 && d > 0;
-        *(k == K_MTBF_S ? &cfg->mtbf_s : &cfg->mtbf_l4_s) = d;
-        want = "seconds > 0";
-        break;
-    }
-    case K_LOCK_WAIT_S:
-        ok = parse_seconds(value, &cfg->lock_wait_s) == 0;
-        want = "seconds >= 0";
-        break;
-    case K_ON_UNRECOVERABLE:
-        if (strcmp(value, "error") == 0)
-            cfg->on_unrecoverable_fresh = 0;
-        else if (strcmp(value, "fresh") == 0)
-            cfg->on_unrecoverable_fresh = 1;
-        else
-            ok = 0;
-        want = "error or fresh";
-        break;
-    case K_KEEP_LAST_CKPT:
-        ok = parse_bool(value, &cfg->keep_last_ckpt) == 0;
-        want = "0 or 1";
-        break;
-    case K_KEEP_L4:
-        ok = parse_long(value, 1, 1000000, &l) == 0;
-        cfg->keep_l4 = (int)l;
-        want = "a count >= 1";
-        break;
-    case K_VERBOSITY:
-        ok = parse_long(value, 0, 3, &l) == 0;
-        cfg->verbosity = (int)l;
-        want = "0, 1, 2 or 3";
-        break;
-    case K_SEGMENT_SIZE:
-    case K_BLOCK_SIZE: {
-        uint64_t s = 0;
-        ok = parse_size(value, &s) == 0 && s > 0 && (s & (s - 1)) == 0;
-        if (k == K_SEGMENT_SIZE)
-            cfg->segment_size = s;
-        else
-            cfg->block_size = s;
-        want = "a power of two in bytes (suffix K, M or G allowed)";
-        break;
-    }
-    case K_PERSISTENCE:
-        if (strcmp(value, "auto") == 0)
-            cfg->persistence = CRPM_PERSIST_AUTO;
-        else if (strcmp(value, "pmem") == 0)
-            cfg->persistence = CRPM_PERSIST_PMEM;
-        else if (strcmp(value, "msync") == 0)
-            cfg->persistence = CRPM_PERSIST_MSYNC;
-        else
-            ok = 0;
-        want = "auto, pmem or msync";
-        break;
-    case K_METHOD:
-        if (strcmp(value, "differential") == 0)
-            cfg->method = CRPM_METHOD_DIFFERENTIAL;
-        else if (strcmp(value, "full") == 0)
-            cfg->method = CRPM_METHOD_FULL;
-        else
-            ok = 0;
-        want = "differential or full";
-        break;
-    case K_CHANGE_TRACKING:
-        if (strcmp(value, "compare") == 0)
-            cfg->change_tracking = 0;
-        else if (strcmp(value, "pagemap") == 0)
-            cfg->change_tracking = 1;
-        else
-            ok = 0;
-        want = "compare or pagemap";
-        break;
-    }
+    int ok = k < K_SEGMENT_SIZE ? set_basic(cfg, k, value, &want) : set_advanced(cfg, k, value, &want);
     if (!ok) {
         fail(ctx, "bad value '%s' for %s: expected %s", value, name, want);
         return 0;

@@ -92,6 +92,13 @@ int main(int argc, char **argv)
     CHECK(fails_with("[basic]\nckpt_dir = /d\nmtbf_s = 10\n", "line 3: mtbf_s is used only with"));
     CHECK(fails_with("[basic]\nckpt_dir = /d\nmtbf_s = 0\n", "line 3: bad value '0' for mtbf_s"));
     CHECK(fails_with("[basic]\nckpt_dir = /d\nckpt_interval_s = Auto\n", "bad value 'Auto' for ckpt_interval_s"));
+    /* ownership and fallback keys */
+    CHECK(parse("[basic]\nckpt_dir=/d\n", &c) == 0 && c.lock_wait_s == 5 && c.on_unrecoverable_fresh == 0);
+    CHECK(parse("[basic]\nckpt_dir=/d\n[advanced]\nlock_wait_s = 7.5\non_unrecoverable = fresh\n", &c) == 0);
+    CHECK(c.lock_wait_s == 7.5 && c.on_unrecoverable_fresh == 1);
+    CHECK(fails_with("[basic]\nckpt_dir=/d\n[advanced]\non_unrecoverable = maybe\n",
+                     "bad value 'maybe' for on_unrecoverable"));
+    CHECK(fails_with("[basic]\nckpt_dir=/d\n[advanced]\nlock_wait_s = -1\n", "bad value '-1' for lock_wait_s"));
     CHECK(fails_with("[basic]\nckpt_dir = /d\nckpt_interval_l4 = auto\nmtbf_s = 9\n",
                      "line 3: ckpt_interval_l4 needs glbl_dir"));
     CHECK(fails_with("[basic]\nckpt_dir = /d\nglbl_dir = /g\nckpt_interval_l4 = auto\n",
