@@ -289,18 +289,18 @@ int crpm_format_open(const crpm_open_opts *o, crpm_container **out, int *created
     if (rc == 0)
         close(fd);
     else if (!missing)
-        goto fail_nomap;
+        goto fail;
     if (missing) {
         if (!o->create || o->read_only) {
             rc = crpm_error(CRPM_ERR_IO, "container %s does not exist", o->path);
-            goto fail_nomap;
+            goto fail;
         }
         if (!seg) seg = CRPM_DEFAULT_SEGMENT;
         if (!blk) blk = CRPM_DEFAULT_BLOCK;
         if (blk > seg) {
             rc = crpm_error(CRPM_ERR_INVAL, "block_size %llu exceeds segment_size %llu", (unsigned long long)blk,
                             (unsigned long long)seg);
-            goto fail_nomap;
+            goto fail;
         }
         rc = create_file(c, o, seg, blk);
         if (rc)
@@ -309,7 +309,7 @@ int crpm_format_open(const crpm_open_opts *o, crpm_container **out, int *created
     } else {
         rc = c->media.ops->map(&c->media, o->path);
         if (rc)
-            goto fail_nomap;
+            goto fail;
         rc = validate_super(c, o, seg, blk);
         if (rc == 0 && o->read_only) {
             rc = crpm_view_load(c, 0);
@@ -331,18 +331,7 @@ int crpm_format_open(const crpm_open_opts *o, crpm_container **out, int *created
     *out = c;
     return CRPM_SUCCESS;
 fail:
-    if (c->media.base)
-        c->media.ops->unmap(&c->media);
-fail_nomap:
-    crpm_free_regions(c);
-    free(c->used);
-    free(c->reserved);
-    free(c->snap);
-    free(c->snap_off);
-    crpm_idindex_free(&c->rindex);
-    free(c->crc_len);
-    free(c->path);
-    free(c);
+    crpm_format_close(c);
     return rc;
 }
 

@@ -102,6 +102,15 @@ void fti_say(int level, int all, const char *fmt, ...)
     fflush(level >= FTI_WARN ? stderr : stdout);
 }
 
+/* libcrpm returns its errors and leaves printing them to its caller: this
+ * layer prints them as FTI does, on the ranks where they happen. */
+static int crpm_ok(int rc, const char *fn)
+{
+    if (rc < 0)
+        fti_say(FTI_EROR, 1, "%s: %s: %s", fn, crpm_strerror(rc), crpm_last_error());
+    return rc >= 0;
+}
+
 static int not_init(const char *fn)
 {
     fti_say(FTI_EROR, 1, "%s: FTI is not initialised (call FTI_Init first)", fn);
@@ -264,8 +273,8 @@ int FTI_Protect(int id, void *ptr, int64_t count, fti_id_t tid)
         memset(v, 0, sizeof *v);
         v->id = id;
     }
-    if (crpm_protect(id, ptr, count, ct) != CRPM_SUCCESS)
-        return FTI_NSCS; /* libcrpm said why */
+    if (!crpm_ok(crpm_protect(id, ptr, count, ct), fn))
+        return FTI_NSCS;
     if (v == &F.vars[F.nvars])
         F.nvars++;
     v->ptr = ptr;
@@ -282,7 +291,7 @@ static int set_name(const char *fn, var_rec *v, const char *name)
         fti_say(FTI_EROR, 1, "%s(%d): name longer than %d characters", fn, v->id, FTI_BUFS - 1);
         return FTI_NSCS;
     }
-    if (crpm_set_name(v->id, name) != CRPM_SUCCESS)
+    if (!crpm_ok(crpm_set_name(v->id, name), "FTI_DefineDataset"))
         return FTI_NSCS;
     snprintf(v->name, sizeof v->name, "%s", name);
     return FTI_SCES;
@@ -460,7 +469,7 @@ int FTI_Checkpoint(int id, int level)
     int cl = map_level(level);
     if (cl < 0)
         return FTI_NSCS;
-    if (crpm_checkpoint(id, cl) != CRPM_SUCCESS)
+    if (!crpm_ok(crpm_checkpoint(id, cl), "FTI_Checkpoint"))
         return FTI_NSCS;
     /* the newest state is the one in memory: nothing waits to be recovered */
     F.pending = 0;
@@ -481,7 +490,7 @@ int FTI_Recover(void)
         not_init("FTI_Recover");
         return FTI_NREC;
     }
-    if (crpm_recover() != CRPM_SUCCESS)
+    if (!crpm_ok(crpm_recover(), "FTI_Recover"))
         return FTI_NREC;
     F.pending = 0;
     return FTI_SCES;
@@ -538,7 +547,7 @@ int FTI_RecoverVar(int id)
 {
     if (!F.init)
         return not_init("FTI_RecoverVar");
-    return crpm_recover_var(id) == CRPM_SUCCESS ? FTI_SCES : FTI_NREC;
+    return crpm_ok(crpm_recover_var(id), "FTI_RecoverVar") ? FTI_SCES : FTI_NREC;
 }
 
 int FTI_RecoverVarFinalize(void)
@@ -734,8 +743,8 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm)
     snprintf(origin, sizeof origin, "%s (FTI configuration)", configFile);
     int rc = crpm_init_text(crpm_text, origin, globalComm);
     free(crpm_text);
-    if (rc != CRPM_SUCCESS) {
-        release(); /* libcrpm has said why, on every rank */
+    if (!crpm_ok(rc, "FTI_Init")) {
+        release();
         return rc == CRPM_ERR_CONFIG || rc == CRPM_ERR_INVAL ? FTI_NSCS : FTI_NREC;
     }
     if (F.own_world)
@@ -770,5 +779,5 @@ int FTI_Finalize(void)
         return not_init("FTI_Finalize");
     int rc = crpm_finalize();
     release();
-    return rc == CRPM_SUCCESS ? FTI_SCES : FTI_NSCS;
+    return crpm_ok(rc, "FTI_Finalize") ? FTI_SCES : FTI_NSCS;
 }

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include <ini.h>
+#include "initext.h"
 
 enum key {
     K_HEAD, K_NODE_SIZE, K_GROUP_SIZE, K_CKPT_DIR, K_GLBL_DIR, K_META_DIR,
@@ -37,46 +37,11 @@ static const char *const basic_keys[K_COUNT] = {
 };
 
 typedef struct ctx {
-    const char *text, *file;
-    int line;
+    crpm_initext in;      /* text, line count, first error */
+    const char *file;
     fti_settings *s;
     int key_line[K_COUNT];
-    int err_line;
-    char err[512];
 } ctx;
-
-static void fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail(ctx *c, const char *fmt, ...)
-{
-    if (c->err_line)
-        return; /* the first problem is the one to report */
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->err, sizeof c->err, fmt, ap);
-    va_end(ap);
-    c->err_line = c->line;
-}
-
-/* Line reader over the text: it counts lines for the messages. */
-static char *reader(char *str, int num, void *stream)
-{
-    ctx *c = stream;
-    if (*c->text == '\0' || num < 2)
-        return NULL;
-    const char *nl = strchr(c->text, '\n');
-    size_t len = nl ? (size_t)(nl - c->text) + 1 : strlen(c->text);
-    c->line++;
-    if (len > (size_t)num - 1) {
-        fail(c, "line longer than %d characters", num - 2);
-        str[0] = '\n';
-        str[1] = '\0';
-    } else {
-        memcpy(str, c->text, len);
-        str[len] = '\0';
-    }
-    c->text += len;
-    return str;
-}
 
 static int parse_int(const char *v, int lo, int hi, int *out)
 {
@@ -148,10 +113,10 @@ static int handler(void *user, const char *section_raw, const char *name, const 
         return 1;
     }
     if (c->key_line[k]) {
-        fail(c, "duplicate key '%s' (first set on line %d)", name, c->key_line[k]);
+        crpm_initext_fail(&c->in, "duplicate key '%s' (first set on line %d)", name, c->key_line[k]);
         return 0;
     }
-    c->key_line[k] = c->line;
+    c->key_line[k] = c->in.line;
 
     int ok = 1, dummy;
     const char *want = "";
@@ -201,7 +166,7 @@ static int handler(void *user, const char *section_raw, const char *name, const 
         break;
     }
     if (!ok) {
-        fail(c, "bad value '%s' for %s: expected %s", value, name, want);
+        crpm_initext_fail(&c->in, "bad value '%s' for %s: expected %s", value, name, want);
         return 0;
     }
     return 1;
@@ -213,19 +178,14 @@ int fti_config_parse(const char *text, const char *file, fti_settings *s, char *
     s->verbosity = 2;
     s->node_size = 1;
     s->group_size = 1;
-    ctx c = {.text = text, .file = file, .s = s};
-    int rc = ini_parse_stream(reader, &c, handler, &c);
+    ctx c = {.file = file, .s = s};
+    int rc = crpm_initext_parse(&c.in, text, handler, &c);
     if (rc == -2) {
         snprintf(err, errlen, "FTI config %s: out of memory while parsing", file);
         return -1;
     }
-    if (rc > 0 && (!c.err_line || rc < c.err_line)) {
-        snprintf(err, errlen, "FTI config %s, line %d: syntax error (expected [section] or key = value)", file,
-                 rc);
-        return -1;
-    }
-    if (c.err_line) {
-        snprintf(err, errlen, "FTI config %s, line %d: %s", file, c.err_line, c.err);
+    if (c.in.err_line) {
+        snprintf(err, errlen, "FTI config %s, line %d: %s", file, c.in.err_line, c.in.err);
         return -1;
     }
     if (rc != 0) {

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include <ini.h>
+#include "initext.h"
 
 #include "error.h"
 #include "fsutil.h"
@@ -53,13 +53,10 @@ static const struct key_desc {
 };
 
 typedef struct parse_ctx {
-    const char *text;     /* unread rest of the input */
+    crpm_initext in;      /* text, line count, first error */
     const char *name;     /* file name for messages */
-    int line;             /* line being parsed (the reader counts them) */
     crpm_config *cfg;
     int key_line[K_COUNT];
-    int err_line;         /* first error found by us (0 = none) */
-    char err[512];
 } parse_ctx;
 
 void crpm_config_defaults(crpm_config *cfg)
@@ -70,41 +67,6 @@ void crpm_config_defaults(crpm_config *cfg)
     cfg->verbosity = 1;
     cfg->persistence = CRPM_PERSIST_AUTO;
     cfg->lock_wait_s = 5;
-}
-
-static void fail(parse_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail(parse_ctx *ctx, const char *fmt, ...)
-{
-    if (ctx->err_line)
-        return; /* the first error is the one worth reading */
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
-    va_end(ap);
-    ctx->err_line = ctx->line;
-}
-
-/* fgets-like reader over the in-memory text.  Counting lines here gives the
- * handler a line number, which this inih build does not pass. */
-static char *reader(char *str, int num, void *stream)
-{
-    parse_ctx *ctx = stream;
-    if (*ctx->text == '\0' || num < 2)
-        return NULL;
-    const char *nl = strchr(ctx->text, '\n');
-    size_t len = nl ? (size_t)(nl - ctx->text) + 1 : strlen(ctx->text);
-    ctx->line++;
-    if (len > (size_t)num - 1) {
-        /* inih would split the line and parse the tail as a new line */
-        fail(ctx, "line longer than %d characters", num - 2);
-        str[0] = '\n';
-        str[1] = '\0';
-    } else {
-        memcpy(str, ctx->text, len);
-        str[len] = '\0';
-    }
-    ctx->text += len;
-    return str;
 }
 
 static int parse_long(const char *v, long lo, long hi, long *out)
@@ -314,23 +276,23 @@ static int handler(void *user, const char *section, const char *name, const char
             break;
     if (k == K_COUNT) {
         if (!*section)
-            fail(ctx, "key '%s' outside a section ([basic] or [advanced])", name);
+            crpm_initext_fail(&ctx->in, "key '%s' outside a section ([basic] or [advanced])", name);
         else if (strcmp(section, "basic") && strcmp(section, "advanced"))
-            fail(ctx, "unknown section [%s] (key '%s')", section, name);
+            crpm_initext_fail(&ctx->in, "unknown section [%s] (key '%s')", section, name);
         else
-            fail(ctx, "unknown key '%s' in [%s]", name, section);
+            crpm_initext_fail(&ctx->in, "unknown key '%s' in [%s]", name, section);
         return 0;
     }
     if (ctx->key_line[k]) {
-        fail(ctx, "duplicate key '%s' (first set on line %d)", name, ctx->key_line[k]);
+        crpm_initext_fail(&ctx->in, "duplicate key '%s' (first set on line %d)", name, ctx->key_line[k]);
         return 0;
     }
-    ctx->key_line[k] = ctx->line;
+    ctx->key_line[k] = ctx->in.line;
 
     const char *want = "";
     int ok = k < K_SEGMENT_SIZE ? set_basic(cfg, k, value, &want) : set_advanced(cfg, k, value, &want);
     if (!ok) {
-        fail(ctx, "bad value '%s' for %s: expected %s", value, name, want);
+        crpm_initext_fail(&ctx->in, "bad value '%s' for %s: expected %s", value, name, want);
         return 0;
     }
     return 1;
@@ -338,16 +300,13 @@ static int handler(void *user, const char *section, const char *name, const char
 
 int crpm_config_parse(const char *text, const char *name, crpm_config *cfg)
 {
-    parse_ctx ctx = {.text = text, .name = name, .cfg = cfg};
+    parse_ctx ctx = {.name = name, .cfg = cfg};
     crpm_config_defaults(cfg);
-    int rc = ini_parse_stream(reader, &ctx, handler, &ctx);
+    int rc = crpm_initext_parse(&ctx.in, text, handler, &ctx);
     if (rc == -2)
         return crpm_error(CRPM_ERR_NOMEM, "config %s: out of memory while parsing", name);
-    if (rc > 0 && (!ctx.err_line || rc < ctx.err_line))
-        return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: syntax error (expected [section] or key = value)",
-                          name, rc);
-    if (ctx.err_line)
-        return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: %s", name, ctx.err_line, ctx.err);
+    if (ctx.in.err_line)
+        return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: %s", name, ctx.in.err_line, ctx.in.err);
     if (rc != 0)
         return crpm_error(CRPM_ERR_CONFIG, "config %s: cannot be parsed", name);
 
