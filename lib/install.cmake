@@ -209,7 +209,7 @@ foreach(t IN LISTS _crpm_internal) # a static libcrpm's internal libraries come 
     string(APPEND _crpm_pc_private "-l${_t_name} ")
   endif()
 endforeach()
-string(APPEND _crpm_pc_private "-lpmem -linih -lz -lm")
+string(APPEND _crpm_pc_private "-lpmem -linih -lisal -lz -lm")
 if(HDF5_FOUND AND HDF5_IS_PARALLEL)
   foreach(l IN LISTS HDF5_C_LIBRARIES)
     if(l MATCHES "^/.*hdf5")

@@ -93,7 +93,7 @@ class Ctx:
 def scenario_build_static_c_only(c):
     b = os.path.join(c.work, "build-static")
     run([c.a.cmake, "-S", c.a.source, "-B", b, "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF",
-         "-DCRPM_BUILD_TESTS=OFF", "-DCRPM_BUILD_APPS=OFF", "-DCRPM_BUILD_BENCH=OFF",
+         "-DCRPM_BUILD_TESTS=OFF", "-DCRPM_TEST_HOOKS=ON", "-DCRPM_BUILD_APPS=OFF", "-DCRPM_BUILD_BENCH=OFF",
          "-DCMAKE_CXX_COMPILER=/nonexistent/c++"], timeout=300)
     run([c.a.cmake, "--build", b, "-j2"], timeout=900)
     c.a.build = b
@@ -153,9 +153,11 @@ def scenario_pkgconfig_files(c):
 
 def scenario_man(c):
     mandir = os.path.join(c.prefix, "share", "man")
-    with open(os.path.join(c.a.source, "include", "crpm.h")) as f:
-        header = f.read()
-    funcs = sorted(set(re.findall(r"^[a-z][\w \*]*?\b(crpm_\w+)\(", header, re.M)))
+    header = ""
+    for h in ("crpm.h", "crpm_types.h"):
+        with open(os.path.join(c.a.source, "include", h)) as f:
+            header += f.read()
+    funcs = sorted(set(re.findall(r"^(?:CRPM_API )?[a-z][\w \*]*?\b(crpm_\w+)\(", header, re.M)))
     if len(funcs) < 8:
         raise Failed("found only %s in crpm.h" % funcs)
     pages = [("man3", "crpm.3", "crpm")] + [("man3", fn + ".3", fn) for fn in funcs]
