@@ -107,7 +107,7 @@ static int load_config(const char *file, const char *given)
 {
     struct {
         int64_t rc, len;
-        char msg[600];
+        char msg[2 * 4096 + 512];
     } hdr = {0, 0, ""};
     char *text = NULL;
     size_t len = 0;

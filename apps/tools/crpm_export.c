@@ -77,8 +77,7 @@ static int add_dir(inputs *in, const char *dir)
     int n = 0, cap = 0, rc = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        int r, end = 0;
-        if (sscanf(e->d_name, "rank-%d.crpm%n", &r, &end) != 1 || e->d_name[end] != '\0')
+        if (crpm_parse_container_name(e->d_name) < 0)
             continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 16;

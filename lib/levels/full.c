@@ -68,9 +68,8 @@ static void each_file(const char *dir, int rank, void (*fn)(void *, uint64_t), v
         return;
     struct dirent *e;
     while ((e = readdir(d))) {
-        unsigned long long id;
-        int r, n = 0;
-        if (sscanf(e->d_name, "full-%llu.rank-%d%n", &id, &r, &n) == 2 && e->d_name[n] == '\0' && r == rank)
+        uint64_t id;
+        if (crpm_parse_full_name(e->d_name, &id) == rank)
             fn(arg, id);
     }
     closedir(d);

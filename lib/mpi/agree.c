@@ -29,7 +29,7 @@ int crpm_agree_ext(MPI_Comm comm, int rank, int rc, const char *what, int64_t *e
     if (out[0] >= 0)
         return CRPM_SUCCESS;
     int root = (int)out[1];
-    char msg[512];
+    char msg[3 * 4096]; /* a message may carry a long path: its reason must survive */
     if (rank == root)
         snprintf(msg, sizeof msg, "%s: %s", crpm_strerror(rc), crpm_last_error());
     mrc = MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, root, comm);

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include "error.h"
 
-static _Thread_local char last_msg[1024];
+static _Thread_local char last_msg[3 * 4096];
 
 int crpm_error(int code, const char *fmt, ...)
 {

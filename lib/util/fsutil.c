@@ -170,6 +170,17 @@ int crpm_parse_container_name(const char *name)
     return -1;
 }
 
+int crpm_parse_full_name(const char *name, uint64_t *id)
+{
+    unsigned long long x;
+    int r, end = 0;
+    if (sscanf(name, "full-%llu.rank-%d%n", &x, &r, &end) == 2 && name[end] == '\0' && r >= 0) {
+        *id = x;
+        return r;
+    }
+    return -1;
+}
+
 int crpm_parse_l4_name(const char *name, int32_t *id)
 {
     if (strncmp(name, "l4-", 3) != 0)

@@ -38,6 +38,8 @@ int crpm_name_l4(char *out, size_t len, const char *dir, int ckpt_id);          
 int crpm_name_full(char *out, size_t len, const char *dir, int rank, uint64_t id, int tmp);
 /* Parses "rank-<r>.crpm"; returns r or -1. */
 int crpm_parse_container_name(const char *name);
+/* Parses "full-<id>.rank-<r>"; returns r and sets *id, or -1. */
+int crpm_parse_full_name(const char *name, uint64_t *id);
 /* Parses "l4-<id>.h5"; returns 0 and sets *id, or -1. */
 int crpm_parse_l4_name(const char *name, int32_t *id);
 

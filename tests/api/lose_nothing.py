@@ -128,6 +128,17 @@ def scenario_special(c):
             raise Failed("%s took %.1f s to fail" % (cfg, secs))
 
 
+def scenario_longpath(c):
+    # a 4,079-character ckpt_dir: the message must still end with its reason
+    deep = c.workdir
+    while len(deep) < 4079 - 201:
+        deep = os.path.join(deep, "d" * 200)
+    deep = os.path.join(deep, "e" * (4079 - len(deep) - 1))
+    cfg = c.basic("longpath", job="longpath", keep=0)
+    rc, out, secs = c.run(2, ["--iters", "10", "--crpm", cfg], env={"CRPM_CKPT_DIR": deep})
+    expect_error((rc, out, secs), 2, lambda r: "too long")
+
+
 def l4_setup(c, name, keep=1):
     return c.basic(name, job=name, keep=keep, extra="glbl_dir = %s\nckpt_interval = 40\nckpt_interval_l4 = 3\n"
                    % c.glbl)
@@ -186,7 +197,7 @@ def scenario_l4corrupt(c):
         raise Failed("expected a fresh start with the reference result\n" + indent(out))
 
 
-SCENARIOS = [scenario_concurrent, scenario_orphans, scenario_mixed, scenario_special, scenario_geometry, scenario_l4corrupt]
+SCENARIOS = [scenario_concurrent, scenario_orphans, scenario_mixed, scenario_special, scenario_longpath, scenario_geometry, scenario_l4corrupt]
 
 
 def main():
