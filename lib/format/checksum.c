@@ -3,7 +3,7 @@
  * them with the data it writes (crpm_crc_compute / crpm_crc_flush); recovery
  * and reads check them while copying (crpm_copy_saved); crpm_container_verify
  * checks a whole committed epoch in place. */
-#include <isa-l/crc.h>
+#include "crc32c.h"
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -16,7 +16,7 @@ static inline uint32_t chunk_crc(const crpm_container *c, uint32_t phys, uint64_
 {
     uint32_t seed = ~((uint32_t)c->sb.nonce ^ (uint32_t)(c->sb.nonce >> 32) ^ (phys * 0x9E3779B1u) ^
                       ((uint32_t)j * 0x85EBCA77u));
-    return crc32_iscsi((unsigned char *)p, (int)n, seed);
+    return crpm_crc32c(p, n, seed);
 }
 
 /* Bytes of a physical segment: its data, then its CRC table rounded up to a

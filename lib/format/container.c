@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <isa-l/crc.h>
+#include "crc32c.h"
 #include <sys/random.h>
 #include "container.h"
 #include "persist_file.h"
@@ -22,18 +22,8 @@ uint64_t crpm_fmt_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* ISA-L's CRC32C; metadata checksums chain calls from seed 0. */
-uint32_t crpm_meta_crc(const void *p, size_t n, uint32_t seed)
-{
-    const unsigned char *b = p;
-    while (n) {
-        int k = n > (1u << 30) ? 1 << 30 : (int)n;
-        seed = crc32_iscsi((unsigned char *)b, k, seed);
-        b += k;
-        n -= (size_t)k;
-    }
-    return seed;
-}
+/* Metadata checksums: CRC32C chained from seed 0. */
+uint32_t crpm_meta_crc(const void *p, size_t n, uint32_t seed) { return crpm_crc32c(p, n, seed); }
 
 static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 

@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <isa-l/crc.h>
 #include <sys/random.h>
 #include "container.h"
 #include "persist_file.h"
