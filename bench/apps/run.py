@@ -1,12 +1,16 @@
 #!/usr/bin/python3
 """Checkpoint overhead of libcrpm against an FTI-level-1-style full checkpoint.
 
-For every application (HPCCG, CoMD, LULESH) one invocation runs three variants
+For every application (HPCCG, CoMD, LULESH) one invocation runs four variants
 side by side, alternating their order in every repetition so that load
 changes on a shared machine hit all of them alike:
 
   none  no checkpointing (no --crpm)
   crpm  libcrpm level 1, differential container ([advanced] method = differential)
+  fti   the same, through the FTI API: the <app>-fti executable (the same
+        sources, checkpointing with FTI_Init/FTI_Protect/FTI_Checkpoint...
+        on libfti) with an FTI configuration file as FTI users write it;
+        its overhead is reported as a ratio to the native API's
   full  the same protected arrays written the way FTI level 1 does it
         ([advanced] method = full: a new per-rank file per checkpoint,
         write() + fsync, then removal of the previous file)
@@ -39,8 +43,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
-VARIANTS = ("none", "crpm", "full")
-LABEL = {"none": "no checkpoint", "crpm": "libcrpm L1", "full": "full (FTI L1 style)"}
+VARIANTS = ("none", "crpm", "fti", "full")
+LABEL = {"none": "no checkpoint", "crpm": "libcrpm L1", "fti": "libcrpm L1, FTI API", "full": "full (FTI L1 style)"}
 UNITS = {None: 1, "": 1, "B": 1, "bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 
 # ---------------------------------------------------------------------------
@@ -71,6 +75,7 @@ def lulesh_args(p):
 APPS = {
     "hpccg": {
         "target": "apps/hpccg/hpccg",
+        "fti_target": "apps/hpccg/hpccg-fti",
         "args": hpccg_args,
         "sizes": {"full": {"np": 1, "nx": 160, "ny": 160, "nz": 160, "iters": 80},
                   "quick": {"np": 1, "nx": 96, "ny": 96, "nz": 96, "iters": 30},
@@ -78,9 +83,11 @@ APPS = {
         "loop": re.compile(r"^Timing: setup [\d.]+ s, solve ([\d.eE+-]+) s"),
         "result": re.compile(r"^Final digest:.*"),
         "recovered": re.compile(r"^crpm: recovered"),
+        "ckpt_app": re.compile(r"^Timing: \d+ checkpoint\(s\), ([\d.eE+-]+) s"),
     },
     "comd": {
         "target": "apps/comd/comd",
+        "fti_target": "apps/comd/comd-fti",
         "args": comd_args,
         "sizes": {"full": {"np": 1, "cells": 32, "iters": 40},
                   "quick": {"np": 1, "cells": 20, "iters": 20},
@@ -88,9 +95,11 @@ APPS = {
         "loop": re.compile(r"^Timing: total [\d.]+ s, loop ([\d.eE+-]+) s"),
         "result": re.compile(r"^\s*(Final energy|Final temperature|Final atom count)\b.*"),
         "recovered": re.compile(r"^crpm: restarted"),
+        "ckpt_app": re.compile(r"^Timing: force .*, checkpoint ([\d.eE+-]+) s"),
     },
     "lulesh": {
         "target": "apps/lulesh/lulesh",
+        "fti_target": "apps/lulesh/lulesh-fti",
         "args": lulesh_args,
         "sizes": {"full": {"np": 1, "s": 64, "iters": 50},
                   "quick": {"np": 1, "s": 36, "iters": 20},
@@ -98,6 +107,7 @@ APPS = {
         "loop": re.compile(r"^Elapsed time\s*=\s*([\d.eE+-]+)"),
         "result": re.compile(r"^\s*State digest\s*=.*"),
         "recovered": re.compile(r"^crpm: restarted"),
+        "ckpt_app": re.compile(r"^crpm: \d+ checkpoints in this run, ([\d.eE+-]+) s"),
     },
 }
 
@@ -286,6 +296,8 @@ class Bench:
         return env
 
     def config(self, variant, ckpt_dir, job, keep=0):
+        if variant == "fti":
+            return self.fti_config(ckpt_dir, job, keep)
         path = os.path.join(self.tmp, f"{job}.ini")
         text = f"[basic]\nckpt_dir = {ckpt_dir}\njob_name = {job}\nkeep_last_ckpt = {keep}\nverbosity = 2\n"
         if variant == "full":
@@ -296,9 +308,36 @@ class Bench:
             f.write(text)
         return path
 
+    def fti_config(self, ckpt_dir, job, keep):
+        """An FTI configuration file as FTI users write it.  What libcrpm
+        gets from it equals the native variant's file: the same ckpt_dir,
+        keep_last_ckpt and verbosity (FTI's 2, info, is libcrpm's 2); the
+        job name is the layer's ("fti").  No heads; the ckpt_lN intervals
+        only drive FTI_Snapshot, which the applications do not call."""
+        path = os.path.join(self.tmp, f"{job}.fti")
+        text = ("[basic]\n"
+                "head            = 0\n"
+                "node_size       = 1\n"
+                f"ckpt_dir        = {ckpt_dir}/local\n"
+                f"glbl_dir        = {ckpt_dir}/global\n"
+                f"meta_dir        = {ckpt_dir}/meta\n"
+                "ckpt_l1         = 0\n"
+                "ckpt_l2         = 0\n"
+                "ckpt_l3         = 0\n"
+                "ckpt_l4         = 0\n"
+                "inline_l2       = 1\n"
+                "inline_l3       = 1\n"
+                "inline_l4       = 1\n"
+                f"keep_last_ckpt  = {keep}\n"
+                "group_size      = 1\n"
+                "verbosity       = 2\n")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
     def command(self, app, params, variant, cfg):
         spec = APPS[app]
-        exe = os.path.join(self.a.build_dir, spec["target"])
+        exe = os.path.join(self.a.build_dir, spec["fti_target" if variant == "fti" else "target"])
         cmd = [self.mpirun] + self.a.mpi_flags.split() + ["-np", str(params["np"]), exe] + spec["args"](params)
         if variant != "none":
             cmd += ["--crpm", cfg, "--ckpt-every", str(self.a.ckpt_every)]
@@ -341,8 +380,11 @@ class Bench:
             raise RuntimeError(f"{app}/{variant}: no per-checkpoint lines from the library "
                                "(verbosity 2); cannot report bytes written")
         result = [ln.strip() for ln in out if spec["result"].search(ln)]
+        # The application's own time around its checkpoint calls (slowest
+        # rank): unlike the library's lines it includes the FTI layer.
+        app_ck = [float(m.group(1)) for m in map(spec["ckpt_app"].search, out) if m]
         return {"variant": variant, "loop_s": loop[-1], "wall_s": wall, "cpu_s": cpu, "checkpoints": ckpts,
-                "result_lines": result}
+                "ckpt_app_s": app_ck[-1] if app_ck else None, "result_lines": result}
 
     def probe_full(self, app):
         """Whether the library takes [advanced] method = full and writes
@@ -422,6 +464,24 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def paired_median(a, b):
+    """Median of the per-repetition differences a[i] - b[i] (each repetition
+    ran all variants back to back) and a robust standard error of it
+    (1.4826 MAD ~ sigma; the median's error is ~1.25 sigma/sqrt(n))."""
+    pairs = [x - y for x, y in zip(a, b)]
+    if not pairs:
+        return None, None
+    m = statistics.median(pairs)
+    err = None
+    if len(pairs) > 1:
+        err = 1.25 * 1.4826 * statistics.median(abs(x - m) for x in pairs) / len(pairs) ** 0.5
+    return m, err
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
 def summarize(app, params, runs, recs):
     np_ = params["np"]
     by = {v: [r for r in runs if r["variant"] == v] for v in VARIANTS}
@@ -442,17 +502,15 @@ def summarize(app, params, runs, recs):
             row["overhead_s"] = 0.0
         else:
             # Paired: each repetition ran all variants back to back.
-            pairs = [by[v][i]["loop_s"] - by["none"][i]["loop_s"] for i in range(min(reps, len(by[v])))]
-            row["overhead_s"] = median(pairs)
-            # Robust standard error of that median (1.4826 MAD ~ sigma; the
-            # median's error is ~1.25 sigma/sqrt(n)).
-            if len(pairs) > 1:
-                mad = statistics.median(abs(x - row["overhead_s"]) for x in pairs)
-                row["overhead_err_s"] = 1.25 * 1.4826 * mad / len(pairs) ** 0.5
+            ov, err = paired_median([r["loop_s"] for r in by[v]], [r["loop_s"] for r in by["none"]])
+            row["overhead_s"] = ov
+            if err is not None:
+                row["overhead_err_s"] = err
             row["overhead_pct_of_time"] = 100.0 * row["overhead_s"] / t["none"]
             cpairs = [by[v][i]["cpu_s"] - by["none"][i]["cpu_s"] for i in range(min(reps, len(by[v])))]
             row["overhead_cpu_s"] = median(cpairs)
             row["ckpt_call_s"] = median([sum(c["seconds"] for c in r["checkpoints"]) for r in by[v]])
+            row["ckpt_app_s"] = median([r.get("ckpt_app_s") for r in by[v]])
             # libcrpm's first two checkpoints fill both copies of every
             # segment; later ones show the steady state.
             row["ckpt_call_first2_s"] = median([sum(c["seconds"] for c in r["checkpoints"][:2]) for r in by[v]])
@@ -477,6 +535,26 @@ def summarize(app, params, runs, recs):
             row["recovery_note"] = "; ".join(sorted({x["note"] for x in rr if x.get("note")}))
         rows.append(row)
     full = next((r for r in rows if r["variant"] == "full"), None)
+    native = next((r for r in rows if r["variant"] == "crpm"), None)
+    fti = next((r for r in rows if r["variant"] == "fti"), None)
+    if native and fti:
+        # The FTI API against the native one: the ratio of the overheads and
+        # the paired difference of the loop times, whose error is the noise
+        # the ratio has to be read against.
+        d, derr = paired_median([r["loop_s"] for r in by["fti"]], [r["loop_s"] for r in by["crpm"]])
+        fti["fti_minus_native_s"] = d
+        fti["fti_minus_native_err_s"] = derr
+        if native["overhead_s"] and native["overhead_s"] > 0:
+            fti["fti_overhead_ratio"] = fti["overhead_s"] / native["overhead_s"]
+            if derr is not None:
+                fti["fti_overhead_ratio_err"] = derr / native["overhead_s"]
+        if derr is not None:
+            fti["fti_within_noise"] = abs(d) <= 2 * derr
+        fti["fti_ckpt_app_ratio"] = ratio(fti.get("ckpt_app_s"), native.get("ckpt_app_s"))
+        fti["fti_ckpt_call_ratio"] = ratio(fti.get("ckpt_call_s"), native.get("ckpt_call_s"))
+        fti["fti_ckpt_steady_ratio"] = ratio(fti.get("ckpt_call_steady_each_s"),
+                                             native.get("ckpt_call_steady_each_s"))
+        fti["fti_recovery_ratio"] = ratio(fti.get("recovery_s"), native.get("recovery_s"))
     for r in rows:
         if r["variant"] == "crpm" and full:
             if full["overhead_s"] and full["overhead_s"] > 0:
@@ -494,12 +572,14 @@ def summarize(app, params, runs, recs):
 
 CSV_FIELDS = ["app", "variant", "np", "params", "reps", "time_s", "time_min_s", "time_max_s", "wall_s", "cpu_s",
               "rel_time", "overhead_s", "overhead_err_s", "overhead_pct_of_time", "overhead_vs_full_pct",
-              "overhead_cpu_s", "overhead_cpu_vs_full_pct", "ckpt_call_s", "ckpt_call_vs_full_pct",
+              "overhead_cpu_s", "overhead_cpu_vs_full_pct", "ckpt_app_s", "ckpt_call_s", "ckpt_call_vs_full_pct",
               "ckpt_call_first2_s", "ckpt_call_steady_each_s", "ckpt_call_steady_vs_full_pct", "n_ckpt",
               "protected_bytes", "protected_bytes_per_rank", "written_bytes_per_ckpt", "written_bytes_first_ckpt",
               "written_bytes_steady_ckpt",
               "written_pct_of_protected", "written_vs_full_pct", "recovery_s", "recovery_gbps_per_rank",
-              "recovery_note"]
+              "recovery_note", "fti_overhead_ratio", "fti_overhead_ratio_err", "fti_minus_native_s",
+              "fti_minus_native_err_s", "fti_within_noise", "fti_ckpt_app_ratio", "fti_ckpt_call_ratio",
+              "fti_ckpt_steady_ratio", "fti_recovery_ratio"]
 
 
 def machine_info(args):
@@ -593,7 +673,31 @@ def table(rows):
             "{} / {}".format(fmt(c.get("written_pct_of_protected"), "{:.0f} %"),
                              fmt(None if steady is None else 100.0 * steady / c["protected_bytes"], "{:.1f} %")),
             pair(a, "recovery_s", "{:.1f}", 1e3), pair(a, "recovery_gbps_per_rank", "{:.2f}")))
-    return "\n".join(t1) + "\n\n" + "\n".join(t2)
+    out = "\n".join(t1) + "\n\n" + "\n".join(t2)
+    t3 = ["| app | overhead: native / FTI API (s) | FTI API − native, paired (s) | **overhead ratio** FTI API / native "
+          "| in checkpoint calls, app-timed: native / FTI API (s) | **checkpoint time ratio** "
+          "| library checkpoint time ratio: all / 3rd on | recovery: native / FTI API (ms) |",
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for a in apps:
+        c, f = get.get((a, "crpm")), get.get((a, "fti"))
+        if not c or not f:
+            continue
+
+        def pm(x, e, fm):
+            return fmt(x, fm) + ("" if e is None else " ± " + fmt(e, fm))
+
+        t3.append("| {} | {} / {} | {} | **{}** | {} / {} | **{}** | {} / {} | {} / {} |".format(
+            APP_NAME[a], fmt(c.get("overhead_s"), "{:.2f}"), fmt(f.get("overhead_s"), "{:.2f}"),
+            pm(f.get("fti_minus_native_s"), f.get("fti_minus_native_err_s"), "{:.2f}"),
+            pm(f.get("fti_overhead_ratio"), f.get("fti_overhead_ratio_err"), "{:.2f}"),
+            fmt(c.get("ckpt_app_s"), "{:.3f}"), fmt(f.get("ckpt_app_s"), "{:.3f}"),
+            fmt(f.get("fti_ckpt_app_ratio"), "{:.2f}"), fmt(f.get("fti_ckpt_call_ratio"), "{:.2f}"),
+            fmt(f.get("fti_ckpt_steady_ratio"), "{:.2f}"),
+            fmt(None if c.get("recovery_s") is None else 1e3 * c["recovery_s"], "{:.1f}"),
+            fmt(None if f.get("recovery_s") is None else 1e3 * f["recovery_s"], "{:.1f}")))
+    if len(t3) > 2:
+        out += "\n\n" + "\n".join(t3)
+    return out
 
 
 def charts(rows, runs, out_dir, machine, ckpt_every):
@@ -604,19 +708,20 @@ def charts(rows, runs, out_dir, machine, ckpt_every):
 
     apps = [a for a in APPS if any(r["app"] == a for r in rows)]
     get = {(r["app"], r["variant"]): r for r in rows}
-    colors = {"none": "#9e9e9e", "crpm": "#1f77b4", "full": "#d62728"}
+    colors = {"none": "#9e9e9e", "crpm": "#1f77b4", "fti": "#2ca02c", "full": "#d62728"}
     sub = (f"{machine.get('cores')} cores, {mib(machine.get('memory_bytes', 0)) / 1024:.0f} GiB, "
            f"Linux {machine.get('kernel')}, checkpoints in {machine.get('ckpt_root')}")
 
     # Relative execution time, normalised to the run without checkpoints.
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    w = 0.27
-    for i, v in enumerate(VARIANTS):
+    shown = [v for v in VARIANTS if any((a, v) in get for a in apps)]
+    w = 0.8 / len(shown)
+    for i, v in enumerate(shown):
         xs, ys = [], []
         for j, a in enumerate(apps):
             r = get.get((a, v))
             if r and r["rel_time"] is not None:
-                xs.append(j + (i - 1) * w)
+                xs.append(j + (i - (len(shown) - 1) / 2) * w)
                 ys.append(r["rel_time"])
         bars = ax.bar(xs, ys, w, label=LABEL[v], color=colors[v])
         ax.bar_label(bars, fmt="%.3f", fontsize=7, padding=2)
@@ -627,7 +732,7 @@ def charts(rows, runs, out_dir, machine, ckpt_every):
     hi = max([r["rel_time"] for r in rows if r["rel_time"]] + [1.0])
     ax.set_ylim(max(0.0, lo - 0.1), hi + 0.25 * (hi - lo + 0.1))
     ax.set_title(f"Relative execution time, checkpoint every {ckpt_every} iterations\n" + sub, fontsize=9)
-    ax.legend(fontsize=8, loc="upper center", ncol=3)
+    ax.legend(fontsize=8, loc="upper center", ncol=len(shown))
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "apps_time.png"), dpi=120)
     plt.close(fig)
@@ -669,13 +774,14 @@ def charts(rows, runs, out_dir, machine, ckpt_every):
     # where libcrpm's warm-up ends and its steady state begins.
     fig, axes = plt.subplots(1, len(apps), figsize=(3.2 * len(apps), 3.4), squeeze=False)
     for ax, a in zip(axes[0], apps):
-        for v in ("full", "crpm"):
+        for v in ("full", "crpm", "fti"):
             rr = [r for r in runs[a] if r["variant"] == v]
             if not rr:
                 continue
             n = min(len(r["checkpoints"]) for r in rr)
             ys = [1e3 * statistics.median(r["checkpoints"][i]["seconds"] for r in rr) for i in range(n)]
-            ax.plot(range(1, n + 1), ys, marker="o", ms=3, color=colors[v], label=LABEL[v])
+            ax.plot(range(1, n + 1), ys, marker="o" if v != "fti" else "x", ms=3, color=colors[v], label=LABEL[v],
+                    ls="-" if v != "fti" else "--")
         ax.set_title(APP_NAME[a], fontsize=9)
         ax.set_xlabel("checkpoint number", fontsize=8)
         ax.set_ylim(0, None)
@@ -769,11 +875,26 @@ def main():
         if not ok:
             print(f"variant 'full' unavailable ({why}); measuring none and crpm only", flush=True)
             variants.remove("full")
+        # The FTI-API variant needs <app>-fti, and it cannot carry the native
+        # variant's extra [advanced] settings (an FTI file has no such keys).
+        app_variants = {}
+        for app in params:
+            vs = list(variants)
+            fexe = os.path.join(args.build_dir, APPS[app]["fti_target"])
+            if args.crpm_advanced:
+                vs.remove("fti")
+            elif not os.access(fexe, os.X_OK):
+                print(f"{app}: variant 'fti' unavailable ({fexe} is not built)", flush=True)
+                vs.remove("fti")
+            app_variants[app] = vs
+        if args.crpm_advanced:
+            print("variant 'fti' skipped: --crpm-advanced settings have no FTI configuration key", flush=True)
         runs = {a: [] for a in params}
         for rep in range(reps):
             for app in params:
                 # Rotate the order so that no variant always runs first (or last).
-                order = variants[rep % len(variants):] + variants[:rep % len(variants)]
+                vs = app_variants[app]
+                order = vs[rep % len(vs):] + vs[:rep % len(vs)]
                 for v in order:
                     r = bench.run_once(app, params[app], v)
                     runs[app].append(r)
@@ -787,7 +908,7 @@ def main():
         recs = {a: [] for a in params}
         for rep in range(rec_reps):
             for app in params:
-                for v in [x for x in variants if x != "none"]:
+                for v in [x for x in app_variants[app] if x != "none"]:
                     r = bench.recovery_once(app, params[app], v)
                     recs[app].append(r)
                     s = r["seconds"]
@@ -836,6 +957,19 @@ def report(out_dir, d, charts_too=True):
     print(table(rows))
     print()
     print(desc)
+    for r in rows:
+        if r["variant"] == "fti" and "fti_minus_native_s" in r:
+            print("{}: FTI API / native API: overhead ratio {} ({} s paired difference, {}), checkpoint time "
+                  "ratio {} (app-timed), {} (library)".format(
+                      APP_NAME[r["app"]], fmt(r.get("fti_overhead_ratio"), "{:.2f}")
+                      + ("" if r.get("fti_overhead_ratio_err") is None else
+                         " ± " + fmt(r["fti_overhead_ratio_err"], "{:.2f}")),
+                      fmt(r["fti_minus_native_s"], "{:+.3f}")
+                      + ("" if r.get("fti_minus_native_err_s") is None else
+                         " ± " + fmt(r["fti_minus_native_err_s"], "{:.3f}")),
+                      {True: "within noise", False: "NOT within noise", None: "noise unknown"}[
+                          r.get("fti_within_noise")],
+                      fmt(r.get("fti_ckpt_app_ratio"), "{:.2f}"), fmt(r.get("fti_ckpt_call_ratio"), "{:.2f}")))
     pngs = ", apps_time.png, apps_bytes.png, apps_ckpt.png" if charts_too else ""
     print(f"\nwrote {out_dir}/apps.csv, apps.json, apps.md{pngs}; measuring took {machine['driver_seconds']:.0f} s")
 
