@@ -107,6 +107,8 @@ static int memfd(const char *dir)
     REQUIRE(memcmp(p, want_p, N) == 0, "the private array was not recovered");
     crpm_container_close(c);
     unlink(path);
+    free(want);
+    free(want_p);
     printf("memfd: ok\n");
     return 0;
 }
@@ -139,6 +141,7 @@ static int many(const char *dir, int n, int beyond)
               "the error names the number of arrays as the cause and the remedy");
         crpm_container_close(c);
         unlink(path);
+        free(v);
         return beyond ? 0 : 1;
     }
     REQUIRE(!beyond, "%d arrays fit: a larger number is needed to test the limit", n);
