@@ -114,13 +114,14 @@ APPS = {
 # Library notices (rank 0, verbosity >= 2).  Accepts the exact-bytes form
 # ("checkpoint id 5 level 1: wrote 123 of 456 bytes protected ... in 0.01 s")
 # as well as the humanised one ("checkpoint 5 (L1): 1.00 MiB written of
-# 2.00 MiB protected (50.0%) in 0.0100 s").
+# 2.00 MiB protected (50.0%) in 10.0 ms"); times come in s, ms or us.
 NUM = r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
 UNIT = r"\s*(B|KiB|MiB|GiB|TiB|bytes)?"
 CKPT_RE = re.compile(
     r"checkpoint (?:id )?(-?\d+)\s*(?:\(L(\d)\)|level (\d))\s*:\s*(?:wrote\s+)?" + NUM + UNIT +
-    r"\s*(?:written\s+)?of\s+" + NUM + UNIT + r"\s*(?:bytes\s+)?protected.*?\bin\s+" + NUM + r"\s*s\b")
-RECOVER_RE = re.compile(r"recovered\b.*?\bin\s+" + NUM + r"\s*s\b")
+    r"\s*(?:written\s+)?of\s+" + NUM + UNIT + r"\s*(?:bytes\s+)?protected.*?\bin\s+" + NUM + r"\s*(s|ms|us)\b")
+RECOVER_RE = re.compile(r"recovered\b.*?\bin\s+" + NUM + r"\s*(s|ms|us)\b")
+TIME_UNIT = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 RECOVER_BYTES_RE = re.compile(NUM + UNIT + r"\s*(?:bytes\s+)?per rank")
 
 
@@ -132,18 +133,18 @@ def parse_ckpt_line(line):
     m = CKPT_RE.search(line)
     if not m:
         return None
-    cid, l_a, l_b, w, wu, p, pu, secs = m.groups()
+    cid, l_a, l_b, w, wu, p, pu, secs, su = m.groups()
     # In "wrote W of P bytes", W carries no unit of its own.
     wb = to_bytes(w, wu, pu)
     return {"id": int(cid), "level": int(l_a or l_b), "written": wb, "protected": to_bytes(p, pu),
-            "seconds": float(secs)}
+            "seconds": float(secs) * TIME_UNIT[su]}
 
 
 def parse_recover_line(line):
     m = RECOVER_RE.search(line)
     if not m or "crpm" not in line:
         return None
-    out = {"seconds": float(m.group(1))}
+    out = {"seconds": float(m.group(1)) * TIME_UNIT[m.group(2)]}
     b = RECOVER_BYTES_RE.search(line)
     if b:
         out["bytes_per_rank"] = to_bytes(b.group(1), b.group(2))
