@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import crpmtest  # noqa: E402
@@ -254,23 +253,7 @@ def main():
     ap.add_argument("--workdir", required=True)
     a = ap.parse_args()
     c = Ctx(a.heat, crpmtest.make_workdir(a.workdir))
-    passed = failed = 0
-    for s in SCENARIOS:
-        name = s.__name__[len("scenario_"):]
-        t0 = time.time()
-        try:
-            s(c)
-            passed += 1
-            print("%s: ok (%.1f s)" % (name, time.time() - t0), flush=True)
-        except Failed as e:
-            failed += 1
-            print("%s: FAILED: %s" % (name, e), flush=True)
-            if name == "reference":
-                failed += len(SCENARIOS) - 1
-                break
-    crpmtest.clean_workdir(c.workdir, keep=failed > 0)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return crpmtest.run_scenarios(SCENARIOS, c, c.workdir, fatal=("reference",))
 
 
 if __name__ == "__main__":

@@ -211,22 +211,7 @@ def main():
     ap.add_argument("--only", help="run one scenario")
     a = ap.parse_args()
     c = Ctx(a.heat, crpmtest.make_workdir(a.workdir))
-    passed = failed = 0
-    for s in SCENARIOS:
-        name = s.__name__[len("scenario_"):]
-        if a.only and name != a.only:
-            continue
-        t0 = time.time()
-        try:
-            s(c)
-            passed += 1
-            print("%s: ok (%.1f s)" % (name, time.time() - t0), flush=True)
-        except Failed as e:
-            failed += 1
-            print("%s: FAILED: %s" % (name, e), flush=True)
-    crpmtest.clean_workdir(c.workdir, keep=failed > 0)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return crpmtest.run_scenarios(SCENARIOS, c, c.workdir, only=a.only)
 
 
 if __name__ == "__main__":

@@ -293,6 +293,33 @@ def relaunch_until_done(cmd, env_for, delays, timeout, max_launches, log_for=Non
 
 # ---- work directories ---------------------------------------------------------
 
+def run_scenarios(scenarios, ctx, workdir, only=None, fatal=()):
+    """Runs each scenario_<name>(ctx), printing "<name>: ok (t s)" or
+    "<name>: FAILED: why", then "N passed, M failed"; a failure of a scenario
+    named in `fatal` fails all the others without running them.  `only`
+    runs one scenario.  The work dir is removed unless something failed.
+    Returns the exit code for the driver."""
+    passed = failed = 0
+    for s in scenarios:
+        name = s.__name__[len("scenario_"):]
+        if only and name != only:
+            continue
+        t0 = time.time()
+        try:
+            s(ctx)
+            passed += 1
+            print("%s: ok (%.1f s)" % (name, time.time() - t0), flush=True)
+        except Failure as e:
+            failed += 1
+            print("%s: FAILED: %s" % (name, e), flush=True)
+            if name in fatal:
+                failed += len(scenarios) - 1
+                break
+    clean_workdir(workdir, keep=failed > 0)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
 def shm_base():
     """/dev/shm (tmpfs, the suite's stand-in for persistent memory) or /tmp."""
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else "/tmp"
