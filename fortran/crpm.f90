@@ -69,11 +69,13 @@ module crpm
   integer, parameter, public :: CRPM_ERR_RANGE     = -21
 
   integer, parameter, public :: CRPM_L1 = 1
+  integer, parameter, public :: CRPM_L2 = 2
   integer, parameter, public :: CRPM_L4 = 4
 
   integer, parameter, public :: CRPM_STATUS_FRESH = 0
   integer, parameter, public :: CRPM_STATUS_L1    = 1
   integer, parameter, public :: CRPM_STATUS_L4    = 2
+  integer, parameter, public :: CRPM_STATUS_L2    = 3
 
   integer, parameter, public :: CRPM_SNAP_NONE         = 0
   integer, parameter, public :: CRPM_SNAP_RECOVERED    = 1
@@ -102,6 +104,7 @@ module crpm
      integer(c_int64_t) :: blocks_written
      integer(c_int64_t) :: drains
      real(c_double)     :: seconds
+     integer(c_int64_t) :: bytes_sent
   end type crpm_stats_t
 
   public :: crpm_init, crpm_protect, crpm_protect_bytes, crpm_status, crpm_recover, &

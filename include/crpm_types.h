@@ -48,12 +48,14 @@ extern "C" {
 
 /* ---- checkpoint levels ------------------------------------------------- */
 #define CRPM_L1 1   /* node-local differential container (persistent memory) */
+#define CRPM_L2 2   /* level 1 plus a differential copy on the partner node (survives losing a node) */
 #define CRPM_L4 4   /* global checkpoint in parallel HDF5 under glbl_dir */
 
 /* ---- crpm_status() results --------------------------------------------- */
 #define CRPM_STATUS_FRESH 0  /* nothing to recover */
 #define CRPM_STATUS_L1    1  /* a level-1 checkpoint is available */
 #define CRPM_STATUS_L4    2  /* only a level-4 checkpoint is available */
+#define CRPM_STATUS_L2    3  /* level 1 rebuilt from level-2 partner copies (a node was lost) */
 
 /* ---- crpm_snapshot() results (non-negative) ----------------------------- */
 #define CRPM_SNAP_NONE         0  /* nothing to do this call */
@@ -102,6 +104,7 @@ typedef struct crpm_stats {
     uint64_t blocks_written;   /* blocks written to the container */
     uint64_t drains;           /* persistence fences */
     double   seconds;          /* wall time spent in checkpoints */
+    uint64_t bytes_sent;       /* bytes sent to other nodes (level-2 partner copies) */
 } crpm_stats_t;
 
 /* last: the most recent checkpoint; total: since init.  Either may be NULL.

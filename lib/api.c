@@ -83,6 +83,7 @@ static void free_ctx(void)
     crpm_level_close(&ctx->primary);
     crpm_level_close(&ctx->l4);
     crpm_jobdir_unlock(ctx, 0);
+    crpm_topology_free(&ctx->topo);
     if (ctx->comm != MPI_COMM_NULL) {
         int fin = 0;
         MPI_Finalized(&fin);
@@ -146,6 +147,21 @@ static int load_config(const char *file, const char *given)
     return rc;
 }
 
+/* Verbosity 2: one line per node (its ranks, host and partner node). */
+static void log_topology(void)
+{
+    if (ctx->cfg.verbosity < 2)
+        return;
+    if (ctx->rank == 0)
+        printf("[crpm] %d ranks on %d node%s (%s)\n", ctx->nranks, ctx->topo.nnodes, ctx->topo.nnodes == 1 ? "" : "s",
+               ctx->cfg.node_size ? "node_size from the configuration" : "MPI shared-memory nodes");
+    fflush(stdout);
+    if (ctx->topo.local == 0)
+        printf("[crpm] node %d on %s: rank %d first of %d; partner copies on node %d\n", ctx->topo.node,
+               ctx->topo.host, ctx->rank, ctx->topo.nlocal, ctx->topo.nnodes > 1 ? (ctx->topo.node + 1) % ctx->topo.nnodes : -1);
+    fflush(stdout);
+}
+
 /* crpm_init and crpm_init_text: the configuration is the file, or `text`
  * (then config_file only names it in messages). */
 static int init_common(const char *config_file, const char *text, MPI_Comm comm)
@@ -185,6 +201,14 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
         rc = crpm_error(CRPM_ERR_NOTSUP, "config %s: ckpt_interval_l4 needs level-4 (HDF5) support, which this "
                         "build of libcrpm lacks", config_file ? config_file : "(none)");
 #endif
+    if (rc == 0)
+        rc = crpm_topology_build(ctx->comm, ctx->cfg.node_size, &ctx->topo);
+    if (rc == 0 && ctx->cfg.ckpt_interval_l2 > 0 && ctx->topo.nnodes < 2)
+        rc = crpm_error(CRPM_ERR_CONFIG, "config %s: ckpt_interval_l2 needs at least two nodes for partner copies, "
+                        "the job has one (%d ranks%s)", config_file ? config_file : "(none)", ctx->nranks,
+                        ctx->cfg.node_size ? "; see node_size" : " on one host; node_size groups ranks into nodes");
+    if (rc == 0)
+        log_topology();
     if (rc == 0)
         rc = crpm_jobdir_prepare(ctx);
     ctx->env = (crpm_level_env){

@@ -717,7 +717,7 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
     c->prev_ok = 1;
 
     double dt = mono() - t0;
-    crpm_stats_t s = {1, protected_bytes, st.compared, st.written, st.blocks, c->media.drains - drains0, dt};
+    crpm_stats_t s = {1, protected_bytes, st.compared, st.written, st.blocks, c->media.drains - drains0, dt, 0};
     if (out)
         *out = s;
     if (c->hook)

@@ -23,9 +23,9 @@
 
 enum key_id {
     K_CKPT_DIR, K_JOB_NAME, K_CKPT_INTERVAL, K_CKPT_INTERVAL_S, K_KEEP_LAST_CKPT, K_VERBOSITY,
-    K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4, K_MTBF_S, K_MTBF_L4_S,
+    K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4, K_MTBF_S, K_MTBF_L4_S, K_NODE_SIZE, K_CKPT_INTERVAL_L2,
     K_SEGMENT_SIZE, K_BLOCK_SIZE, K_PERSISTENCE, K_METHOD, K_CHANGE_TRACKING,
-    K_LOCK_WAIT_S, K_ON_UNRECOVERABLE,
+    K_LOCK_WAIT_S, K_ON_UNRECOVERABLE, K_L2_FULL_COPY,
     K_COUNT
 };
 
@@ -43,6 +43,8 @@ static const struct key_desc {
     [K_KEEP_L4] = {"basic", "keep_l4"},
     [K_MTBF_S] = {"basic", "mtbf_s"},
     [K_MTBF_L4_S] = {"basic", "mtbf_l4_s"},
+    [K_NODE_SIZE] = {"basic", "node_size"},
+    [K_CKPT_INTERVAL_L2] = {"basic", "ckpt_interval_l2"},
     [K_SEGMENT_SIZE] = {"advanced", "segment_size"},
     [K_BLOCK_SIZE] = {"advanced", "block_size"},
     [K_PERSISTENCE] = {"advanced", "persistence"},
@@ -50,6 +52,7 @@ static const struct key_desc {
     [K_CHANGE_TRACKING] = {"advanced", "change_tracking"},
     [K_LOCK_WAIT_S] = {"advanced", "lock_wait_s"},
     [K_ON_UNRECOVERABLE] = {"advanced", "on_unrecoverable"},
+    [K_L2_FULL_COPY] = {"advanced", "l2_full_copy"},
 };
 
 typedef struct parse_ctx {
@@ -183,6 +186,16 @@ static int set_basic(crpm_config *cfg, int k, const char *value, const char **wa
         *want = "seconds > 0";
         break;
     }
+    case K_NODE_SIZE:
+        ok = parse_long(value, 0, 1L << 24, &l) == 0;
+        cfg->node_size = (int)l;
+        *want = "ranks per node >= 1 (0 = detect)";
+        break;
+    case K_CKPT_INTERVAL_L2:
+        ok = parse_long(value, 0, 1L << 40, &l) == 0;
+        cfg->ckpt_interval_l2 = l;
+        *want = "a count >= 0";
+        break;
     case K_KEEP_LAST_CKPT:
         ok = parse_bool(value, &cfg->keep_last_ckpt) == 0;
         *want = "0 or 1";
@@ -220,6 +233,10 @@ static int set_advanced(crpm_config *cfg, int k, const char *value, const char *
         else
             ok = 0;
         *want = "error or fresh";
+        break;
+    case K_L2_FULL_COPY:
+        ok = parse_bool(value, &cfg->l2_full_copy) == 0;
+        *want = "0 or 1";
         break;
     case K_SEGMENT_SIZE:
     case K_BLOCK_SIZE: {

@@ -16,6 +16,8 @@ typedef struct crpm_config {
     long ckpt_interval;                 /* snapshot iterations; 0 = off */
     double ckpt_interval_s;             /* snapshot seconds; 0 = off */
     long ckpt_interval_l4;              /* every N-th snapshot checkpoint is L4; 0 = never */
+    long ckpt_interval_l2;              /* every N-th snapshot checkpoint is L2 (L4 wins); 0 = never */
+    int node_size;                      /* ranks per node (consecutive); 0 = MPI shared-memory nodes */
     int ckpt_interval_auto;             /* ckpt_interval_s = auto: Young/Daly from cost and mtbf_s */
     int ckpt_interval_l4_auto;          /* ckpt_interval_l4 = auto: the same for level 4 */
     double mtbf_s;                      /* mean time between failures; required by auto */
@@ -31,6 +33,7 @@ typedef struct crpm_config {
     int change_tracking;                /* 1: skip pages the kernel saw unwritten (pagemap) */
     double lock_wait_s;                 /* how long init waits for another process's locks */
     int on_unrecoverable_fresh;         /* 1: start fresh when no checkpoint can be used */
+    int l2_full_copy;                   /* benchmarks: level 2 sends the whole container (FTI style) */
 } crpm_config;
 
 /* method = full writes FTI-level-1-style full files (lib/full.c): the

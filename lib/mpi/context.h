@@ -10,11 +10,13 @@
 #include "interval.h"
 #include "config.h"
 #include "level.h"
+#include "topology.h"
 
 typedef struct crpm_ctx {
     MPI_Comm comm;             /* private duplicate of the application's communicator */
     int rank, nranks;
     crpm_config cfg;
+    crpm_topology topo;        /* nodes and level-2 partners */
     char job_dir[CRPM_PATH_MAX];
     char path[CRPM_PATH_MAX];  /* this rank's container */
     char lock_path[CRPM_PATH_MAX]; /* this rank's lock, held from init to finalize */

@@ -19,7 +19,11 @@
 
 int crpm_jobdir_prepare(crpm_ctx *ctx)
 {
-    int rc = crpm_name_join(ctx->job_dir, sizeof ctx->job_dir, ctx->cfg.ckpt_dir, ctx->cfg.job_name);
+    char dir[CRPM_PATH_MAX];
+    int rc = crpm_topology_expand(&ctx->topo, ctx->cfg.ckpt_dir, dir, sizeof dir);
+    if (rc != 0)
+        return rc;
+    rc = crpm_name_join(ctx->job_dir, sizeof ctx->job_dir, dir, ctx->cfg.job_name);
     if (rc == 0)
         rc = crpm_name_container(ctx->path, sizeof ctx->path, ctx->job_dir, ctx->rank);
     if (rc == 0)

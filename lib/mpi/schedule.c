@@ -49,10 +49,15 @@ int crpm_schedule_due(crpm_ctx *ctx, int *level)
     if (!due)
         return CRPM_SUCCESS;
     ctx->snap_ckpts++;
+    /* Level 4 wins when both are due: it is taken after a level-1 checkpoint
+     * and survives everything level 2 does. */
+    int l2 = cfg->ckpt_interval_l2 > 0 && ctx->snap_ckpts % cfg->ckpt_interval_l2 == 0;
     if (l4_auto(ctx))
-        *level = l4_due ? CRPM_L4 : CRPM_L1;
+        *level = l4_due ? CRPM_L4 : l2 ? CRPM_L2 : CRPM_L1;
     else
-        *level = cfg->ckpt_interval_l4 > 0 && ctx->snap_ckpts % cfg->ckpt_interval_l4 == 0 ? CRPM_L4 : CRPM_L1;
+        *level = cfg->ckpt_interval_l4 > 0 && ctx->snap_ckpts % cfg->ckpt_interval_l4 == 0 ? CRPM_L4
+                 : l2                                                                    ? CRPM_L2
+                                                                                         : CRPM_L1;
     return CRPM_SUCCESS;
 }
 

@@ -1,0 +1,28 @@
+/* Nodes and level-2 partners.  A node is a set of ranks sharing node-local
+ * storage: MPI's shared-memory split by default, or `node_size` consecutive
+ * ranks (simulated nodes on one machine, or a machine where that detection
+ * is wrong).  Nodes are numbered by their lowest rank. */
+#ifndef CRPM_MPI_TOPOLOGY_H
+#define CRPM_MPI_TOPOLOGY_H
+#include <mpi.h>
+#include <stddef.h>
+
+typedef struct crpm_topology {
+    int node, nnodes;          /* this rank's node, number of nodes */
+    int local, nlocal;         /* rank within its node, ranks on its node */
+    char host[256];            /* host name (gethostname) */
+    /* Level 2: the rank holding this rank's partner copy, the same local
+     * rank on the next node (a ring over nodes; local % size of that node
+     * when nodes differ in size); -1 with one node. */
+    int partner;
+    int *owners;               /* ranks whose partner copies this rank holds */
+    int nowners;
+} crpm_topology;
+
+/* Collective over comm. */
+int crpm_topology_build(MPI_Comm comm, int node_size, crpm_topology *t);
+void crpm_topology_free(crpm_topology *t);
+/* Expands %n (node index), %h (host name) and %% in a ckpt_dir pattern. */
+int crpm_topology_expand(const crpm_topology *t, const char *pattern, char *out, size_t len);
+
+#endif
