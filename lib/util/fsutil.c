@@ -151,6 +151,19 @@ int crpm_name_rank_lock(char *out, size_t len, const char *job_dir, int rank)
     return fit(snprintf(out, len, "%s/rank-%d.lock", job_dir, rank), len, "a lock file");
 }
 
+int crpm_name_partner(char *out, size_t len, const char *job_dir, int owner)
+{
+    return fit(snprintf(out, len, "%s/partner-%d.crpm", job_dir, owner), len, "a partner copy");
+}
+
+int crpm_parse_partner_name(const char *name)
+{
+    int k, end = 0;
+    if (sscanf(name, "partner-%d.crpm%n", &k, &end) == 1 && name[end] == '\0' && k >= 0)
+        return k;
+    return -1;
+}
+
 int crpm_name_l4(char *out, size_t len, const char *dir, int ckpt_id)
 {
     return fit(snprintf(out, len, "%s/l4-%d.h5", dir, ckpt_id), len, "a level-4 file");

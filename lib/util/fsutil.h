@@ -34,6 +34,10 @@ int crpm_job_name_valid(const char *name);
 int crpm_name_join(char *out, size_t len, const char *dir, const char *name);
 int crpm_name_container(char *out, size_t len, const char *job_dir, int rank);   /* rank-<r>.crpm */
 int crpm_name_rank_lock(char *out, size_t len, const char *job_dir, int rank);   /* rank-<r>.lock */
+/* Level 2: the partner copy of rank `owner`'s container, on the holder's node. */
+int crpm_name_partner(char *out, size_t len, const char *job_dir, int owner);    /* partner-<owner>.crpm */
+/* Parses "partner-<r>.crpm"; returns r or -1. */
+int crpm_parse_partner_name(const char *name);
 int crpm_name_l4(char *out, size_t len, const char *dir, int ckpt_id);           /* l4-<id>.h5 */
 int crpm_name_full(char *out, size_t len, const char *dir, int rank, uint64_t id, int tmp);
 /* Parses "rank-<r>.crpm"; returns r or -1. */
