@@ -13,6 +13,7 @@
  *
  *   test_l2_crash_sim <dir> [min_images] [random images per drain] */
 #include <fcntl.h>
+#include <ftw.h>
 #include <mpi.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,8 +43,10 @@ typedef struct snap {
     char *data[MAXR];
 } snap;
 
-enum { P_FEW, P_MANY, P_GROW, P_NEW, P_NONE, P_RUN, P_SHRINK, P_NPAT };
-static const char *pat_name[P_NPAT] = {"few", "many", "grow", "new", "none", "run", "shrink"};
+/* P_FRESH (scripted only): every array shrinks and the owners start over
+ * with new, smaller containers, so the copies must be written anew. */
+enum { P_FEW, P_MANY, P_GROW, P_NEW, P_NONE, P_RUN, P_SHRINK, P_NPAT, P_FRESH = P_NPAT };
+static const char *pat_name[P_NPAT + 1] = {"few", "many", "grow", "new", "none", "run", "shrink", "fresh"};
 
 static void wl_init(workload *w, uint64_t seed)
 {
@@ -113,6 +116,11 @@ static void wl_step(workload *w, int pat)
     }
     case P_SHRINK:
         w->bytes[i] = 1 + rnd_below(&w->rng, w->bytes[i]);
+        break;
+    case P_FRESH:
+        for (int k = 0; k < MAXR; k++)
+            if (w->live[k])
+                w->bytes[k] = 1 + rnd_below(&w->rng, w->bytes[k] < 4000 ? w->bytes[k] : 4000);
         break;
     default: /* P_NONE */
         break;
@@ -300,6 +308,16 @@ static void on_drain(void *arg, crpm_media *m)
 /* ---- the job ---------------------------------------------------------------- */
 
 static int rank;
+static char top[CRPM_PATH_MAX / 2];
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
 
 static void die_unless(int ok, const char *fmt, ...) CHECK_PRINTF_(2, 3);
 static void die_unless(int ok, const char *fmt, ...)
@@ -312,6 +330,8 @@ static void die_unless(int ok, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, " (last error: %s)\n", crpm_last_error());
     va_end(ap);
+    if (top[0]) /* the other rank is killed with its files open */
+        nftw(top, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
@@ -373,6 +393,9 @@ static const step script[] = {
     {P_MANY, K_L2},                   /* one stage after a sync */
     {P_FEW, K_SYNC},                  /* crpm_level_l2_sync */
     {P_SHRINK, K_L2}, {P_NONE, K_L1}, {P_NONE, K_L2},
+    {P_GROW, K_L1}, {P_MANY, K_L2},
+    {P_FRESH, K_L2},                  /* new owner containers, smaller than the copies */
+    {P_FEW, K_L2}, {P_GROW, K_L1}, {P_RUN, K_L2},
 };
 
 static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const char *top, int wl_index)
@@ -394,6 +417,7 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const cha
     crpm_open_opts oo = {.path = own[rank], .segment_size = seg, .block_size = blk, .job_name = JOB, .rank = rank,
                          .nranks = 2, .persistence = CRPM_PERSIST_MSYNC, .create = 1, .slot_size = 16384};
     crpm_container *c;
+    crpm_unlink_quiet(own[rank]);
     die_unless(crpm_container_open(&oo, &c, NULL) == 0, "open %s", own[rank]);
     crpm_level l1, l2;
     crpm_level_l1(&l1, &env, c);
@@ -408,7 +432,7 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const cha
     /* the level's model: a sync when the copy's state is unknown or more
      * than two epochs are pending */
     int unknown = 1, pending = 0;
-    uint64_t sent = 0;
+    uint64_t sent = 0, base = 0; /* epoch e of the containers is step base + e */
 
     for (int k = 1; k <= nsteps; k++) {
         uint64_t pr = seed * 1000 + (uint64_t)k;
@@ -417,6 +441,20 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const cha
                      : (step){(int)rnd_below(&pr, P_NPAT), (int)rnd_below(&pr, 5) < 3 ? K_L2 : (int)rnd_below(&pr, 2) ? K_L1 : K_SYNC};
         for (int r = 0; r < 2; r++)
             wl_step(&w[r], s.pat);
+        if (s.pat == P_FRESH) {
+            /* as a restart with a lost container: a new one, attached */
+            crpm_level_l2_attach(&l2, NULL);
+            crpm_level_close(&l1);
+            crpm_unlink_quiet(own[rank]);
+            die_unless(crpm_container_open(&oo, &c, NULL) == 0, "reopen %s", own[rank]);
+            crpm_level_l1(&l1, &env, c);
+            crpm_level_l2_attach(&l2, c);
+            unknown = 1;
+            pending = 0;
+            base = (uint64_t)k - 1;
+            MPI_Barrier(MPI_COMM_WORLD); /* rank 0's file is new before rank 1 compares */
+        }
+        uint64_t ep = (uint64_t)k - base;
         for (int i = 0; i < MAXR; i++) {
             workload *m = &w[rank];
             if (!m->live[i])
@@ -425,7 +463,7 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const cha
             crpm_array a = {m->id[i], CRPM_TC_BYTE, (uint64_t)es, m->bytes[i] / (uint64_t)es, m->buf[i], NULL};
             die_unless(l1.ops->protect(&l1, &a) == 0, "protect");
         }
-        take_snap(&refs[k], &w[0]);
+        take_snap(&refs[ep], &w[0]);
         snprintf(what, sizeof what, "workload %d step %d: %s, %s", wl_index, k, kind_name[s.kind], pat_name[s.pat]);
 
         /* crpm_checkpoint's sequence for CRPM_L1 / CRPM_L2 */
@@ -433,7 +471,7 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const cha
         memset(&st, 0, sizeof st);
         int committed = 0;
         int rc = agree(l1.ops->write(&l1, NULL, 0, k, &st, &committed));
-        die_unless(rc == 0 && committed && crpm_container_epoch(c) == (uint64_t)k, "%s: level-1 write", what);
+        die_unless(rc == 0 && committed && crpm_container_epoch(c) == ep, "%s: level-1 write", what);
         l2.ops->event(&l2, CRPM_EV_COMMITTED);
         if (pending == 2) {
             unknown = 1;
@@ -442,7 +480,7 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const cha
         pending++;
         if (s.kind == K_L1)
             continue;
-        g_epoch = (uint64_t)k;
+        g_epoch = ep;
         g_sync = unknown || s.kind == K_SYNC;
         g_active = 1;
         if (s.kind == K_L2) {
@@ -464,7 +502,7 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const cha
         if (!cp) {
             fprintf(stderr, "FAIL rank %d (%s): the copy is not open after the step\n", rank, what);
             failures++;
-        } else if (crpm_container_epoch(cp) != (uint64_t)k) {
+        } else if (crpm_container_epoch(cp) != ep) {
             fprintf(stderr, "FAIL rank %d (%s): the copy is at epoch %llu\n", rank, what,
                     (unsigned long long)crpm_container_epoch(cp));
             failures++;
@@ -477,7 +515,7 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const cha
             memcpy(img, crpm_sim_media(m), m->size);
             int sv = g_sync;
             g_sync = 0;
-            verify_image(img, m->size, 0, 0, (uint64_t)k, "durable");
+            verify_image(img, m->size, 0, 0, ep, "durable");
             g_sync = sv;
         }
         MPI_Barrier(MPI_COMM_WORLD); /* the files stay until both compared */
@@ -515,7 +553,6 @@ int main(int argc, char **argv)
     g_random_per_drain = argc > 3 ? atoi(argv[3]) : 12;
     long id = (long)getpid();
     MPI_Bcast(&id, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-    char top[CRPM_PATH_MAX / 2];
     snprintf(top, sizeof top, "%s/crpm-l2crash-%ld", base, id);
     die_unless(rank != 0 || crpm_mkdir_p(top) == 0, "mkdir %s", top);
     MPI_Barrier(MPI_COMM_WORLD);
