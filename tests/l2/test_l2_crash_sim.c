@@ -157,6 +157,8 @@ static char *img;
 static size_t img_cap;
 static uint64_t images, failures, n_unopened, n_at_old, n_at_new, n_rolled, n_newfile, drains;
 static char what[128];
+static uint64_t n_stages[3]; /* level-2 steps by stages: 0 = a sync */
+static uint64_t g_first_old, g_last_old; /* the copy's epochs seen at drains of a step (0: none) */
 
 static int matches(crpm_container *c, const snap *s, char *why, size_t whylen)
 {
@@ -289,6 +291,11 @@ static void on_drain(void *arg, crpm_media *m)
     /* a new file (first copy, or one written anew) holds nothing before */
     uint64_t old = in_place ? crpm_container_epoch(copy) : 0;
     uint64_t next = g_sync ? g_epoch : old + 1;
+    if (in_place) {
+        if (!g_first_old)
+            g_first_old = old;
+        g_last_old = old;
+    }
     if (!in_place) {
         n_newfile++;
         if (!g_sync)
@@ -482,6 +489,8 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const cha
             continue;
         g_epoch = ep;
         g_sync = unknown || s.kind == K_SYNC;
+        g_first_old = g_last_old = 0;
+        int stages = g_sync ? 0 : pending;
         g_active = 1;
         if (s.kind == K_L2) {
             int c2 = 0;
@@ -496,6 +505,11 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const cha
         }
         unknown = 0;
         pending = 0;
+        /* differential: one failure-atomic stage per pending epoch, in order */
+        if (rank == 1 && stages && (g_first_old != ep - (uint64_t)stages || g_last_old != ep - 1))
+            fail("%d stage(s) expected: the copy went through epochs %llu..%llu to %llu", stages,
+                 (unsigned long long)g_first_old, (unsigned long long)g_last_old, (unsigned long long)ep);
+        n_stages[stages]++;
         MPI_Barrier(MPI_COMM_WORLD); /* both copies complete */
         compare_files(copy, own[other], k);
         crpm_container *cp = crpm_level_l2_copy(&l2, 0);
@@ -573,11 +587,12 @@ int main(int argc, char **argv)
     MPI_Allreduce(&f, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 1)
         printf("l2 crash images checked: %llu at %llu drains of the copy in %d workloads (%llu unopenable during a "
-               "sync, %llu at the old epoch, %llu at the new one, %llu rolled back too, %llu of new files), "
-               "failures: %llu\n",
+               "sync, %llu at the old epoch, %llu at the new one, %llu rolled back too, %llu of new files); "
+               "level-2 steps: %llu syncs, %llu of one stage, %llu of two; failures: %llu\n",
                (unsigned long long)images, (unsigned long long)drains, runs, (unsigned long long)n_unopened,
                (unsigned long long)n_at_old, (unsigned long long)n_at_new, (unsigned long long)n_rolled,
-               (unsigned long long)n_newfile, (unsigned long long)all);
+               (unsigned long long)n_newfile, (unsigned long long)n_stages[0], (unsigned long long)n_stages[1],
+               (unsigned long long)n_stages[2], (unsigned long long)all);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)
         rmdir(top);
