@@ -385,24 +385,27 @@ static void compare_files(const char *copy_path, const char *owner_path, int ste
 typedef struct step {
     int pat;
     int kind; /* K_L1: level 1 only, K_L2: level 2, K_SYNC: level 1, then crpm_level_l2_sync */
+    int reattach; /* 1 << r: rank r attaches its container again (its copy's state becomes unknown) */
 } step;
 enum { K_L1, K_L2, K_SYNC };
 static const char *kind_name[] = {"L1", "L2", "sync"};
 
 /* The fixed part: each mode of level 2 at least once, then random steps. */
 static const step script[] = {
-    {P_NONE, K_L2},                   /* first copy: a new file */
-    {P_FEW, K_L2},                    /* one stage, few blocks */
-    {P_MANY, K_L1}, {P_GROW, K_L2},   /* two stages, many blocks then growth */
-    {P_NONE, K_L2},                   /* one stage, nothing changed */
-    {P_NEW, K_L1}, {P_FEW, K_L2},     /* two stages, a new array */
-    {P_RUN, K_L1}, {P_FEW, K_L1}, {P_GROW, K_L2}, /* three epochs behind: sync in place */
-    {P_MANY, K_L2},                   /* one stage after a sync */
-    {P_FEW, K_SYNC},                  /* crpm_level_l2_sync */
-    {P_SHRINK, K_L2}, {P_NONE, K_L1}, {P_NONE, K_L2},
-    {P_GROW, K_L1}, {P_MANY, K_L2},
-    {P_FRESH, K_L2},                  /* new owner containers, smaller than the copies */
-    {P_FEW, K_L2}, {P_GROW, K_L1}, {P_RUN, K_L2},
+    {P_NONE, K_L2, 0},                      /* first copy: a new file */
+    {P_FEW, K_L2, 0},                       /* one stage, few blocks */
+    {P_MANY, K_L1, 0}, {P_GROW, K_L2, 0},   /* two stages, many blocks then growth */
+    {P_NONE, K_L2, 0},                      /* one stage, nothing changed */
+    {P_NEW, K_L1, 0}, {P_FEW, K_L2, 0},     /* two stages, a new array */
+    {P_RUN, K_L1, 0}, {P_FEW, K_L1, 0}, {P_GROW, K_L2, 0}, /* three epochs behind: sync in place */
+    {P_MANY, K_L2, 0},                      /* one stage after a sync */
+    {P_FEW, K_SYNC, 0},                     /* crpm_level_l2_sync */
+    {P_SHRINK, K_L2, 0}, {P_NONE, K_L1, 0}, {P_NONE, K_L2, 0},
+    {P_GROW, K_L1, 0}, {P_MANY, K_L2, 0},
+    {P_FRESH, K_L2, 0},                     /* new owner containers, smaller than the copies */
+    {P_FEW, K_L2, 0}, {P_GROW, K_L1, 0}, {P_RUN, K_L2, 0},
+    {P_FEW, K_L2, 1},                       /* rank 0's copy is synced while rank 1's gets a stage */
+    {P_MANY, K_L1, 0}, {P_FEW, K_L2, 2},    /* and the other way round, with two stages */
 };
 
 static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const char *top, int wl_index)
@@ -445,7 +448,8 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const cha
         uint64_t pr = seed * 1000 + (uint64_t)k;
         step s = k <= (int)(sizeof script / sizeof script[0])
                      ? script[k - 1]
-                     : (step){(int)rnd_below(&pr, P_NPAT), (int)rnd_below(&pr, 5) < 3 ? K_L2 : (int)rnd_below(&pr, 2) ? K_L1 : K_SYNC};
+                     : (step){(int)rnd_below(&pr, P_NPAT),
+                              (int)rnd_below(&pr, 5) < 3 ? K_L2 : (int)rnd_below(&pr, 2) ? K_L1 : K_SYNC, 0};
         for (int r = 0; r < 2; r++)
             wl_step(&w[r], s.pat);
         if (s.pat == P_FRESH) {
@@ -460,6 +464,12 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const cha
             pending = 0;
             base = (uint64_t)k - 1;
             MPI_Barrier(MPI_COMM_WORLD); /* rank 0's file is new before rank 1 compares */
+        }
+        if (s.reattach & (1 << rank))
+            crpm_level_l2_attach(&l2, c);
+        if (s.reattach & 1) { /* the model follows rank 0's copy */
+            unknown = 1;
+            pending = 0;
         }
         uint64_t ep = (uint64_t)k - base;
         for (int i = 0; i < MAXR; i++) {
