@@ -20,7 +20,7 @@ static int fails_with(const char *text, const char *msg)
 /* The shipped examples must parse. */
 static void check_examples(const char *dir)
 {
-    const char *names[] = {"crpm.ini", "pmem.ini", "level4.ini"};
+    const char *names[] = {"crpm.ini", "pmem.ini", "level4.ini", "level2.ini"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[1024], *text = NULL;
         size_t len;
