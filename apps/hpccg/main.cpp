@@ -162,7 +162,10 @@ int run(const Options &o) {
             first = saved_iter + 1;
             normr = std::sqrt(rtrans);  // exactly what the saved iteration computed
             say(rank, "crpm: recovered %s checkpoint of iteration %d\n",
-                st == CRPM_STATUS_L1 ? "level-1" : "level-4", saved_iter);
+                st == CRPM_STATUS_L4   ? "level-4"
+                : st == CRPM_STATUS_L2 ? "level-1 (containers rebuilt from level-2 partner copies)"
+                                       : "level-1",
+                saved_iter);
         }
     }
 

@@ -73,40 +73,60 @@ void crpm_sendq_post(crpm_sendq *q, MPI_Comm comm, int peer, int tag, const void
     q->bytes += n;
 }
 
-/* The pieces of batch k: ranges cut so that a batch holds at most BATCH
- * bytes; both ends cut identically.  Returns the count, fills disp/len. */
-typedef struct cursor {
-    size_t i;                   /* current range */
-    uint64_t done;              /* bytes of it already in earlier batches */
-} cursor;
+/* How ranges travel: a long range as contiguous messages straight from the
+ * sender's mapping into the receiver's (MPI moves those with one copy, no
+ * per-fragment handshake); runs of short ranges packed into one message.
+ * Both ends walk the list with the same rule, so they agree on every message. */
+#define DIRECT_MIN (64u << 10)
 
-static int next_batch(const crpm_wrange *v, size_t n, cursor *c, const char *base, MPI_Aint **disp, int **len,
-                      int *cap)
+typedef struct item {
+    int direct;                 /* 1: v[i] bytes [done, done+len); 0: ranges [i, j) packed */
+    size_t i, j;
+    uint64_t done, len;
+} item;
+
+typedef struct walker {
+    const crpm_wrange *v;
+    size_t n, i;
+    uint64_t done;              /* of v[i], for direct ranges */
+} walker;
+
+static int next_item(walker *w, item *it)
 {
-    int k = 0;
-    uint64_t room = BATCH;
-    while (c->i < n && room) {
-        uint64_t left = v[c->i].len - c->done, take = left < room ? left : room;
-        if (k == *cap) {
-            int nc = *cap ? 2 * *cap : 64;
-            MPI_Aint *d = realloc(*disp, (size_t)nc * sizeof *d);
-            if (d) *disp = d;
-            int *l = d ? realloc(*len, (size_t)nc * sizeof *l) : NULL;
-            if (l) *len = l;
-            if (!d || !l)
-                return -1;
-            *cap = nc;
+    if (w->i >= w->n)
+        return 0;
+    const crpm_wrange *r = &w->v[w->i];
+    if (r->len >= DIRECT_MIN) {
+        uint64_t left = r->len - w->done;
+        *it = (item){1, w->i, w->i + 1, w->done, left < BATCH ? left : BATCH};
+        w->done += it->len;
+        if (w->done == r->len) {
+            w->i++;
+            w->done = 0;
         }
-        MPI_Get_address(base + v[c->i].off + c->done, &(*disp)[k]);
-        (*len)[k++] = (int)take;
-        room -= take;
-        c->done += take;
-        if (c->done == v[c->i].len) {
-            c->i++;
-            c->done = 0;
-        }
+        return 1;
     }
-    return k;
+    uint64_t total = 0;
+    size_t j = w->i;
+    while (j < w->n && w->v[j].len < DIRECT_MIN && total + w->v[j].len <= BATCH)
+        total += w->v[j++].len;
+    *it = (item){0, w->i, j, 0, total};
+    w->i = j;
+    return 1;
+}
+
+static int isend(crpm_sendq *q, MPI_Comm comm, int peer, int tag, const void *p, uint64_t n)
+{
+    MPI_Request *r = new_req(q);
+    if (!r)
+        return q->err;
+    int mrc = MPI_Isend(p, (int)n, MPI_BYTE, peer, tag, comm, r);
+    if (mrc != MPI_SUCCESS) {
+        q->nreq--;
+        return q->err = q->err ? q->err : mpi_fail(mrc, "level 2: sending ranges");
+    }
+    q->bytes += n;
+    return CRPM_SUCCESS;
 }
 
 void crpm_sendq_ranges(crpm_sendq *q, MPI_Comm comm, int peer, int tag, const char *base, const crpm_wrange *v,
@@ -116,36 +136,27 @@ void crpm_sendq_ranges(crpm_sendq *q, MPI_Comm comm, int peer, int tag, const ch
     crpm_sendq_post(q, comm, peer, tag, &cnt, sizeof cnt);
     if (n)
         crpm_sendq_post(q, comm, peer, tag, v, n * sizeof *v);
-    cursor c = {0, 0};
-    MPI_Aint *disp = NULL;
-    int *len = NULL, cap = 0, k;
-    while (!q->err && (k = next_batch(v, n, &c, base, &disp, &len, &cap)) > 0) {
-        MPI_Datatype t;
-        MPI_Request *r = new_req(q);
-        if (!r || grow((void **)&q->types, &q->captypes, q->ntypes + 1, sizeof *q->types) != 0) {
-            q->err = q->err ? q->err : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+    walker w = {v, n, 0, 0};
+    item it;
+    while (!q->err && next_item(&w, &it)) {
+        if (it.direct) {
+            isend(q, comm, peer, tag, base + v[it.i].off + it.done, it.len);
+            continue;
+        }
+        char *b = malloc(it.len ? it.len : 1);
+        if (!b) {
+            q->err = crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
             break;
         }
-        int mrc = MPI_Type_create_hindexed(k, len, disp, MPI_BYTE, &t);
-        if (mrc == MPI_SUCCESS)
-            mrc = MPI_Type_commit(&t);
-        if (mrc == MPI_SUCCESS) {
-            q->types[q->ntypes++] = t;
-            mrc = MPI_Isend(MPI_BOTTOM, 1, t, peer, tag, comm, r);
+        keep_buf(q, b);
+        uint64_t o = 0;
+        for (size_t k = it.i; k < it.j; k++) {
+            memcpy(b + o, base + v[k].off, v[k].len);
+            o += v[k].len;
         }
-        if (mrc != MPI_SUCCESS) {
-            q->nreq--;
-            q->err = mpi_fail(mrc, "level 2: sending ranges");
-        }
-        for (int j = 0; j < k; j++)
-            q->bytes += (uint64_t)len[j];
+        isend(q, comm, peer, tag, b, it.len);
     }
-    if (k < 0 && !q->err)
-        q->err = crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
-    free(disp);
-    free(len);
 }
-
 int crpm_sendq_wait(crpm_sendq *q, const char *what)
 {
     int mrc = q->nreq ? MPI_Waitall(q->nreq, q->req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
@@ -193,45 +204,29 @@ int crpm_recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t *
             rc = m->ops->reserve(m, v[i].off, v[i].len);
     }
     bad |= rc != 0;
-    cursor c = {0, 0};
-    MPI_Aint *disp = NULL;
-    int *len = NULL, cap = 0, k;
-    char *scratch = NULL;
-    while ((k = next_batch(v, n, &c, m->base, &disp, &len, &cap)) > 0) {
-        MPI_Datatype t;
-        int mrc;
-        if (bad) {
-            if (!scratch && !(scratch = malloc(BATCH))) {
-                rc = rc ? rc : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
-                break;
-            }
-            int total = 0;
-            for (int j = 0; j < k; j++)
-                total += len[j];
-            mrc = MPI_Recv(scratch, total, MPI_BYTE, peer, tag, comm, MPI_STATUS_IGNORE);
-        } else {
-            mrc = MPI_Type_create_hindexed(k, len, disp, MPI_BYTE, &t);
-            if (mrc == MPI_SUCCESS)
-                mrc = MPI_Type_commit(&t);
-            if (mrc == MPI_SUCCESS) {
-                mrc = MPI_Recv(MPI_BOTTOM, 1, t, peer, tag, comm, MPI_STATUS_IGNORE);
-                MPI_Type_free(&t);
-            }
-        }
+    /* packed runs and, after an error, everything land in scratch */
+    char *scratch = malloc(BATCH);
+    if (!scratch)
+        rc = rc ? rc : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+    walker w = {v, n, 0, 0};
+    item it;
+    while (scratch && next_item(&w, &it)) {
+        char *dst = it.direct && !bad ? m->base + v[it.i].off + it.done : scratch;
+        int mrc = MPI_Recv(dst, (int)it.len, MPI_BYTE, peer, tag, comm, MPI_STATUS_IGNORE);
         if (mrc != MPI_SUCCESS) {
             rc = rc ? rc : mpi_fail(mrc, "level 2: receiving ranges");
             break;
         }
-        for (int j = 0; j < k; j++)
-            *bytes += (uint64_t)len[j];
+        *bytes += it.len;
+        if (!it.direct && !bad)
+            for (size_t k = it.i, o = 0; k < it.j; k++) {
+                memcpy(m->base + v[k].off, scratch + o, v[k].len);
+                o += v[k].len;
+            }
     }
-    if (k < 0 && !rc)
-        rc = crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
     for (uint64_t i = 0; rc == 0 && i < n; i++)
         crpm_persist_flush(m, m->base + v[i].off, v[i].len);
     free(scratch);
-    free(disp);
-    free(len);
     free(v);
     return rc;
 }

@@ -138,7 +138,8 @@ int main(int argc, char **argv)
         if (st > 0 && ckpt_every > 0) {
             crpm_check(crpm_recover(), "crpm_recover", 1);
             if (rank == 0)
-                printf("heat: restarted from iteration %d (level %d)\n", iter, st == CRPM_STATUS_L4 ? 4 : 1);
+                printf("heat: restarted from iteration %d (level %d)\n", iter,
+                       st == CRPM_STATUS_L4 ? 4 : st == CRPM_STATUS_L2 ? 2 : 1);
             fflush(stdout);
         }
     }
@@ -160,7 +161,7 @@ int main(int argc, char **argv)
             crpm_check(s, "crpm_snapshot", 1);
             if (s == CRPM_SNAP_RECOVERED && rank == 0) {
                 printf("heat: restarted from iteration %d (level %d)\n", iter,
-                       crpm_status() == CRPM_STATUS_L4 ? 4 : 1);
+                       crpm_status() == CRPM_STATUS_L4 ? 4 : crpm_status() == CRPM_STATUS_L2 ? 2 : 1);
                 fflush(stdout);
             }
         }
