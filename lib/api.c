@@ -80,6 +80,7 @@ static void free_ctx(void)
 {
     if (!ctx)
         return;
+    crpm_level_close(&ctx->l2);
     crpm_level_close(&ctx->primary);
     crpm_level_close(&ctx->l4);
     crpm_jobdir_unlock(ctx, 0);
@@ -467,14 +468,16 @@ static void add_stats(const crpm_stats_t *st)
     ctx->total.blocks_written += st->blocks_written;
     ctx->total.drains += st->drains;
     ctx->total.seconds += st->seconds;
+    ctx->total.bytes_sent += st->bytes_sent;
 }
 
 /* A level-4 checkpoint writes every protected byte to glbl_dir after the
  * level-1 checkpoint: both parts are reported. */
 static void log_checkpoint(int id, int level, const crpm_stats_t *st)
 {
-    double sum[2] = {(double)st->bytes_written, (double)st->protected_bytes}, tsum[2], tmax[2];
-    if (MPI_Allreduce(sum, tsum, 2, MPI_DOUBLE, MPI_SUM, ctx->comm) == MPI_SUCCESS &&
+    double sum[3] = {(double)st->bytes_written, (double)st->protected_bytes, (double)st->bytes_sent}, tsum[3],
+           tmax[2];
+    if (MPI_Allreduce(sum, tsum, 3, MPI_DOUBLE, MPI_SUM, ctx->comm) == MPI_SUCCESS &&
         MPI_Allreduce(ctx->cost, tmax, 2, MPI_DOUBLE, MPI_MAX, ctx->comm) == MPI_SUCCESS && ctx->rank == 0) {
         char w[32], p[32], t[32], t4[32];
         fmt_size(w, sizeof w, tsum[0]);
@@ -485,7 +488,12 @@ static void log_checkpoint(int id, int level, const crpm_stats_t *st)
         if (level == CRPM_L4)
             printf("[crpm] checkpoint %d (L4): %s written to level 4 in %s; level 1: %s written of %s protected "
                    "(%.1f%%) in %s\n", id, p, t4, w, p, pct, t);
-        else
+        else if (level == CRPM_L2) {
+            char sent[32];
+            fmt_size(sent, sizeof sent, tsum[2]);
+            printf("[crpm] checkpoint %d (L2): %s written of %s protected (%.1f%%), %s sent to partner nodes, in "
+                   "%s\n", id, w, p, pct, sent, t);
+        } else
             printf("[crpm] checkpoint %d (L%d): %s written of %s protected (%.1f%%) in %s\n", id, level, w, p, pct,
                    t);
         fflush(stdout);
@@ -502,8 +510,14 @@ int crpm_checkpoint(int id, int level)
     if (ctx->broken)
         rc = crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: an earlier failed checkpoint left the container in an "
                         "unknown state; restart the application");
-    else if (level != CRPM_L1 && level != CRPM_L4)
-        rc = crpm_error(CRPM_ERR_INVAL, "crpm_checkpoint(%d): level %d is not CRPM_L1 or CRPM_L4", id, level);
+    else if (level != CRPM_L1 && level != CRPM_L2 && level != CRPM_L4)
+        rc = crpm_error(CRPM_ERR_INVAL, "crpm_checkpoint(%d): level %d is not CRPM_L1, CRPM_L2 or CRPM_L4", id,
+                        level);
+    else if (level == CRPM_L2 && !ctx->l2.ops)
+        rc = crpm_error(CRPM_ERR_CONFIG, "crpm_checkpoint(%d): level 2 needs %s", id,
+                        ctx->cfg.method != CRPM_METHOD_DIFFERENTIAL
+                            ? "method = differential"
+                            : "at least two nodes for partner copies (node_size groups ranks into nodes)");
 #ifndef CRPM_HAVE_HDF5
     else if (level == CRPM_L4)
         rc = crpm_error(CRPM_ERR_NOTSUP, "crpm_checkpoint(%d): level 4 needs HDF5 support, which this build of "
@@ -527,12 +541,28 @@ int crpm_checkpoint(int id, int level)
         rc = crpm_error(CRPM_ERR_INVAL, "crpm_checkpoint: ranks passed different ids (%lld..%lld) or levels "
                         "(%lld..%lld)", (long long)args[0], (long long)-args[1], (long long)args[2],
                         (long long)-args[3]);
+    if (rc == 0 && ctx->l2.ops)
+        ctx->l2.ops->event(&ctx->l2, CRPM_EV_COMMITTED);
+    int l2_written = 0;
+    if (rc == 0 && level == CRPM_L2) {
+        /* the epoch commits only when every partner copy has too */
+        l2_written = 1;
+        int c2 = 0;
+        rc = agree(ctx->l2.ops->write(&ctx->l2, ctx->arrays, ctx->narrays, id, &st, &c2),
+                   "crpm_checkpoint (level 2)");
+        if (rc != 0 && ctx->l2.ops->undo(&ctx->l2) != 0)
+            ctx->broken = 1;
+    }
     if (rc != 0) {
         /* Keep the ranks on one committed checkpoint. */
         if (committed && ctx->primary.ops->undo && ctx->primary.ops->undo(&ctx->primary) != 0)
             ctx->broken = 1;
+        if (committed && l2_written)
+            ctx->l2.ops->event(&ctx->l2, CRPM_EV_UNDONE);
         return report(rc, fn);
     }
+    if (l2_written)
+        ctx->l2.ops->committed(&ctx->l2, id);
     if (committed)
         ctx->env.epoch++;
     if (ctx->primary.ops->committed)

@@ -91,6 +91,28 @@ uint64_t crpm_container_block_size(const crpm_container *c);
  * rank and number of ranks. */
 void crpm_container_identity(const crpm_container *c, char *job, size_t len, int32_t *rank, int32_t *nranks);
 
+/* ---- level-2 partner copies (replica.c) -------------------------------------
+ * A partner copy is a byte-identical mirror of another rank's container file,
+ * kept up to date by replaying the owner's stores (the write log, persist.h)
+ * under the owner's protocol: the commit word marks "in progress" before
+ * anything the previous epoch needs is overwritten, and flips to the new
+ * epoch only after the data is durable.  Opened like any container (the
+ * identity is the owner's). */
+/* Before a stage: durable "in progress" and the owner's file size. */
+int crpm_replica_begin(crpm_container *r, uint64_t size);
+/* Bytes stored into the mapping at [off, off+len) become durable at commit. */
+void crpm_replica_stored(crpm_container *r, uint64_t off, uint64_t len);
+/* Makes the stored bytes durable, then commits `epoch` (as the owner did). */
+int crpm_replica_commit(crpm_container *r, uint64_t epoch);
+/* Whole-file transfers write the commit word last, apart from the data:
+ * [CRPM_COMMIT_OFF, +8) is never part of a transferred range. */
+#define CRPM_WORD_OFF CRPM_COMMIT_OFF
+#define CRPM_WORD_LEN 8u
+uint64_t crpm_media_word(const crpm_media *m);
+/* Stores the commit word, durably (0 marks a file being rewritten: it does
+ * not open as a container until a valid word is stored again). */
+void crpm_media_set_word(crpm_media *m, uint64_t word);
+
 /* ---- internals shared by container.c (format, commit) and the engine ---- */
 typedef struct crpm_seg {
     uint32_t phys[2];

@@ -4,6 +4,7 @@
  *
  *   level_l1.c    differential container on node-local NVM (the engine)
  *   level_full.c  FTI-level-1-style full files (method = full, the baseline)
+ *   level_l2.c    partner copies of the level-1 containers on the next node
  *   level_l4.c    parallel HDF5 on the global file system
  *
  * Ops return CRPM_SUCCESS or a negative CRPM_ERR_* with a message.  write,
@@ -51,6 +52,10 @@ typedef struct crpm_level_ops {
      * checkpoints. */
     int (*stored)(crpm_level *lv, int32_t id, crpm_array *shape, int *handle);
     int (*read_one)(crpm_level *lv, int handle, void *dst);
+    /* The primary level committed (CRPM_EV_COMMITTED, after every rank did)
+     * or undid (CRPM_EV_UNDONE) a checkpoint: levels that follow the
+     * primary's changes learn it here.  May be NULL. */
+    int (*event)(crpm_level *lv, int event);
     /* Removes this rank's files of the level (finalize without keep). */
     int (*remove)(crpm_level *lv);
     void (*close)(crpm_level *lv);
@@ -67,6 +72,42 @@ int crpm_level_l1(crpm_level *lv, const crpm_level_env *env, crpm_container *c);
 crpm_container *crpm_level_l1_container(crpm_level *lv);
 /* method = full; `restart_id` is the agreed checkpoint to read (-1 = none). */
 int crpm_level_full(crpm_level *lv, const crpm_level_env *env, int64_t restart_id);
+/* Level 2 (level_l2.c).  It follows the level-1 container attached to it;
+ * write sends the checkpoint just committed to the partner and replays the
+ * owners' into the copies this rank holds (collective over the pairs). */
+enum { CRPM_EV_COMMITTED = 1, CRPM_EV_UNDONE };
+enum { CRPM_L2_HOOK_SENT = 1, CRPM_L2_HOOK_APPLIED, CRPM_L2_HOOK_COMMITTED };
+typedef struct crpm_l2_opts {
+    int partner;               /* rank holding this rank's copy */
+    const int *owners;         /* ranks whose copies this rank holds */
+    int nowners;
+    int persistence;
+    const crpm_backend *backend; /* overrides persistence (tests) */
+    int full_copy;             /* benchmarks: send the arrays whole (FTI style) */
+    double lock_wait_s;
+    void (*hook)(void *arg, int point); /* process-kill tests */
+    void *hook_arg;
+    int *owners_copy;          /* internal */
+} crpm_l2_opts;
+int crpm_level_l2(crpm_level *lv, const crpm_level_env *env, const crpm_l2_opts *o);
+/* Follow this container from now on (NULL: none); the copies' state is then
+ * unknown until the next write or sync. */
+void crpm_level_l2_attach(crpm_level *lv, crpm_container *own);
+/* Restart: opens the copies this rank holds (missing or unusable ones stay
+ * closed, with the reason), and describes copy i (owners order). */
+int crpm_level_l2_open_copies(crpm_level *lv);
+enum { CRPM_L2F_OWNER, CRPM_L2F_OK, CRPM_L2F_EPOCH, CRPM_L2F_PREV, CRPM_L2F_RUN0, CRPM_L2F_RUN1, CRPM_L2F_N };
+void crpm_level_l2_copy_facts(crpm_level *lv, int i, int64_t out[CRPM_L2F_N]);
+/* Collective over the pairs: the facts of this rank's own copy, from its
+ * partner; mine[CRPM_L2F_N] = 1 when the copy's file exists at all. */
+int crpm_level_l2_exchange_facts(crpm_level *lv, int64_t mine[CRPM_L2F_N + 1]);
+/* Restart, collective over the pairs: owners in `restore` (nranks flags) get
+ * their container back from the copy their partner holds, written to
+ * own_path; then, with sync_all, every copy is brought up to its owner's
+ * container (attached).  *sent adds the bytes sent. */
+int crpm_level_l2_restore(crpm_level *lv, const int64_t *restore, const char *own_path, uint64_t *sent);
+int crpm_level_l2_sync(crpm_level *lv, uint64_t *sent);
+
 /* Level 4; `restart_path` is the file chosen at restart ("" = none). */
 int crpm_level_l4(crpm_level *lv, const crpm_level_env *env, const char *restart_path);
 

@@ -27,6 +27,7 @@ typedef struct crpm_ctx {
     /* levels: `primary` takes every checkpoint (L1 or full), `l4` the level-4 ones */
     crpm_level primary;
     crpm_level l4;
+    crpm_level l2;             /* partner copies (ops NULL with one node or method = full) */
     crpm_level *source;        /* what crpm_recover reads; NULL = fresh start */
     int status;                /* CRPM_STATUS_* decided at init */
     int recovered;             /* snapshot must not recover a second time */

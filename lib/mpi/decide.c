@@ -242,3 +242,35 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
                           v->bad_prev ? " and a rank ahead has no previous epoch" : "");
     }
 }
+
+static int damaged_rc(int64_t rc) { return rc == CRPM_ERR_CORRUPT || rc == CRPM_ERR_TRUNCATED || rc == CRPM_ERR_IO; }
+
+int crpm_decide_l2_patch(int64_t *rows, int nranks, int64_t *restore)
+{
+    const int64_t *ref = NULL; /* the run identity the usable containers hold */
+    for (int r = 0; r < nranks && !ref; r++) {
+        const int64_t *x = rows + (size_t)r * CRPM_F_N;
+        if (x[CRPM_F_EXISTS] && x[CRPM_F_RC] == 0 && x[CRPM_F_EPOCH] > 0)
+            ref = x;
+    }
+    int n = 0;
+    for (int r = 0; r < nranks; r++) {
+        int64_t *x = rows + (size_t)r * CRPM_F_N;
+        restore[r] = 0;
+        int lost = !x[CRPM_F_EXISTS] || (x[CRPM_F_RC] < 0 && damaged_rc(x[CRPM_F_RC]));
+        if (!lost || !x[CRPM_F_REP_OK] || x[CRPM_F_REP_EPOCH] == 0)
+            continue;
+        if (ref && (x[CRPM_F_REP_RUN0] != ref[CRPM_F_RUN0] || x[CRPM_F_REP_RUN1] != ref[CRPM_F_RUN1]))
+            continue;
+        x[CRPM_F_EXISTS] = 1;
+        x[CRPM_F_RC] = 0;
+        x[CRPM_F_NRANKS] = 0;
+        x[CRPM_F_EPOCH] = x[CRPM_F_REP_EPOCH];
+        x[CRPM_F_PREV] = x[CRPM_F_REP_PREV];
+        x[CRPM_F_RUN0] = x[CRPM_F_REP_RUN0];
+        x[CRPM_F_RUN1] = x[CRPM_F_REP_RUN1];
+        restore[r] = 1;
+        n++;
+    }
+    return n;
+}

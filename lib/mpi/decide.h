@@ -17,6 +17,12 @@ enum crpm_fact {
     CRPM_F_FULL1,
     CRPM_F_RUN0,     /* run identity of its container (two words; when opened) */
     CRPM_F_RUN1,
+    CRPM_F_REP_FILE, /* level 2: its partner copy's file exists */
+    CRPM_F_REP_OK,   /* ... and opened */
+    CRPM_F_REP_EPOCH,
+    CRPM_F_REP_PREV,
+    CRPM_F_REP_RUN0,
+    CRPM_F_REP_RUN1,
     CRPM_F_N
 };
 
@@ -59,6 +65,12 @@ typedef struct crpm_verdict {
 } crpm_verdict;
 
 crpm_verdict crpm_decide_restart(const crpm_restart_facts *f);
+
+/* Level 2, before crpm_decide_restart: a rank whose container is missing or
+ * damaged (not mismatched) and whose partner copy opened, from the same run
+ * as the usable containers, takes the copy's facts in its row (rows are
+ * changed) and restore[rank] = 1.  Returns how many ranks that is. */
+int crpm_decide_l2_patch(int64_t *rows, int nranks, int64_t *restore);
 
 /* Sets the message of an error verdict for rank `me` (own_msg: its own open
  * or rollback error text, may be "") and returns the code. */

@@ -107,6 +107,21 @@ int crpm_jobdir_extra_ranks(const crpm_ctx *ctx, int remove)
     return maxk;
 }
 
+/* Partner copies in this rank's job directory (a finished run's). */
+static void remove_partner_copies(const crpm_ctx *ctx)
+{
+    DIR *d = opendir(ctx->job_dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char p[CRPM_PATH_MAX];
+        if (strncmp(e->d_name, "partner-", 8) == 0 && crpm_name_join(p, sizeof p, ctx->job_dir, e->d_name) == 0)
+            crpm_unlink_quiet(p);
+    }
+    closedir(d);
+}
+
 int crpm_jobdir_finish_removal(crpm_ctx *ctx)
 {
     const char *what = "crpm_init: removing the checkpoints of a finished run";
@@ -120,6 +135,7 @@ int crpm_jobdir_finish_removal(crpm_ctx *ctx)
         return rc;
     rc = crpm_unlink_quiet(ctx->path);
     crpm_jobdir_extra_ranks(ctx, 1);
+    remove_partner_copies(ctx);
     rc = crpm_agree(ctx->comm, ctx->rank, rc, what);
     if (rc == 0 && ctx->rank == 0) {
         if (ctx->l4.ops && ctx->l4.ops->remove)
@@ -172,6 +188,8 @@ int crpm_jobdir_remove(crpm_ctx *ctx)
         remove_set_aside(ctx);
         if (ctx->primary.ops && ctx->primary.ops->remove)
             ctx->primary.ops->remove(&ctx->primary);
+        if (ctx->l2.ops && ctx->l2.ops->remove)
+            ctx->l2.ops->remove(&ctx->l2);
         rc = crpm_agree(ctx->comm, ctx->rank, rc, fn);
     }
     if (rc == 0 && ctx->rank == 0) {

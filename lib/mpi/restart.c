@@ -14,6 +14,8 @@
 #include "jobdir.h"
 #include "level4.h"
 #include "restart.h"
+#include "clock.h"
+#include "testhook.h"
 
 typedef struct gathered {
     crpm_restart_facts f;
@@ -23,6 +25,9 @@ typedef struct gathered {
     int node_rank;
     char l4_path[CRPM_PATH_MAX];
     char l4_msg[512];          /* why level 4 could not serve */
+    int64_t *restore;          /* level 2: ranks whose container comes back from its partner copy */
+    int nrestore;
+    int l2_in_use;             /* some rank has a partner copy file */
     int l4_id;
     uint64_t l4_epoch;
 } gathered;
@@ -62,6 +67,20 @@ static int gather(crpm_ctx *ctx, gathered *g)
     if (ctx->cfg.method == CRPM_METHOD_FULL)
         crpm_full_newest(ctx->job_dir, ctx->rank, &mine[CRPM_F_FULL0]);
 
+    if (ctx->l2.ops) {
+        /* level 2: what the partner holds of this rank's container */
+        int64_t rep[CRPM_L2F_N + 1];
+        crpm_level_l2_open_copies(&ctx->l2);
+        int rc = crpm_level_l2_exchange_facts(&ctx->l2, rep);
+        if (rc != 0)
+            return rc;
+        mine[CRPM_F_REP_FILE] = rep[CRPM_L2F_N];
+        mine[CRPM_F_REP_OK] = rep[CRPM_L2F_OK];
+        mine[CRPM_F_REP_EPOCH] = rep[CRPM_L2F_EPOCH];
+        mine[CRPM_F_REP_PREV] = rep[CRPM_L2F_PREV];
+        mine[CRPM_F_REP_RUN0] = rep[CRPM_L2F_RUN0];
+        mine[CRPM_F_REP_RUN1] = rep[CRPM_L2F_RUN1];
+    }
     g->all = malloc(sizeof(int64_t) * CRPM_F_N * (size_t)ctx->nranks);
     if (!g->all)
         return crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
@@ -154,15 +173,74 @@ static int apply_l1(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
     return rc;
 }
 
+/* Level 2 exists with two nodes or more, for the differential container. */
+static int open_l2(crpm_ctx *ctx)
+{
+    if (ctx->topo.nnodes < 2 || ctx->cfg.method != CRPM_METHOD_DIFFERENTIAL)
+        return CRPM_SUCCESS;
+    crpm_l2_opts o = {
+        .partner = ctx->topo.partner,
+        .owners = ctx->topo.owners,
+        .nowners = ctx->topo.nowners,
+        .persistence = ctx->cfg.persistence,
+        .full_copy = ctx->cfg.l2_full_copy,
+        .lock_wait_s = ctx->cfg.lock_wait_s,
+    };
+    crpm_testhook_l2(ctx, &o);
+    return crpm_level_l2(&ctx->l2, &ctx->env, &o);
+}
+
+/* Containers lost with their node come back from their partner copies:
+ * the unusable file is kept aside, the copy is written in its place. */
+static int restore_l2(crpm_ctx *ctx, gathered *g)
+{
+    int rc = CRPM_SUCCESS;
+    if (g->restore[ctx->rank])
+        rc = set_aside(ctx, g);
+    rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init: setting a damaged container aside");
+    uint64_t sent = 0;
+    double t0 = crpm_now();
+    if (rc == 0)
+        rc = crpm_agree(ctx->comm, ctx->rank, crpm_level_l2_restore(&ctx->l2, g->restore, ctx->path, &sent),
+                        "crpm_init: restoring containers from their partner copies");
+    if (rc == 0 && g->restore[ctx->rank])
+        rc = crpm_jobdir_open(ctx, ctx->path, 0, &g->c);
+    rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init: opening a restored container");
+    if (rc == 0 && ctx->cfg.verbosity >= 2) {
+        double d[2] = {(double)sent, crpm_now() - t0}, mx[2];
+        if (MPI_Allreduce(d, mx, 2, MPI_DOUBLE, MPI_MAX, ctx->comm) == MPI_SUCCESS && ctx->rank == 0)
+            printf("[crpm] restart: %d container%s rebuilt from partner copies (%.1f MiB per rank in %.3f s, "
+                   "%.2f GB/s per lost rank)\n", g->nrestore, g->nrestore == 1 ? "" : "s", mx[0] / 1048576.0, mx[1],
+                   mx[1] > 0 ? mx[0] / mx[1] / 1e9 : 0.0);
+        fflush(stdout);
+    }
+    return rc;
+}
+
 int crpm_restart(crpm_ctx *ctx)
 {
     gathered g;
     memset(&g, 0, sizeof g);
-    int rc = gather(ctx, &g);
+    int rc = crpm_agree(ctx->comm, ctx->rank, open_l2(ctx), "crpm_init: locking the partner copies");
+    if (rc != 0)
+        return rc;
+    rc = gather(ctx, &g);
     rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init");
+    if (rc == 0 && ctx->l2.ops) {
+        if (!(g.restore = calloc((size_t)ctx->nranks, sizeof *g.restore)))
+            rc = crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
+        rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init");
+        if (rc == 0) {
+            g.nrestore = crpm_decide_l2_patch(g.all, ctx->nranks, g.restore);
+            for (int r = 0; r < ctx->nranks; r++)
+                g.l2_in_use |= g.all[(size_t)r * CRPM_F_N + CRPM_F_REP_FILE] != 0;
+        }
+    }
     crpm_verdict v = {0};
     if (rc == 0) {
         v = crpm_decide_restart(&g.f);
+        if (v.kind == CRPM_V_L1 && g.nrestore)
+            rc = restore_l2(ctx, &g);
         if (ctx->rank == 0 && ctx->cfg.verbosity >= 3)
             printf("[crpm] init: %d of %d containers exist, %d unreadable, epochs %lld..%lld, other rank count: "
                    "%s\n", v.n_exist, ctx->nranks, v.n_fail, (long long)(v.emax < 0 ? 0 : v.emin),
@@ -241,10 +319,22 @@ int crpm_restart(crpm_ctx *ctx)
         g.c = NULL;
         if (rc == 0 && v.kind == CRPM_V_L1) {
             ctx->source = &ctx->primary;
-            ctx->status = CRPM_STATUS_L1;
+            ctx->status = g.nrestore ? CRPM_STATUS_L2 : CRPM_STATUS_L1;
+        }
+    }
+    if (rc == 0 && ctx->l2.ops) {
+        /* partner copies follow the container from here; after a level-1
+         * restart they are brought up to it now (lost ones rebuilt), so the
+         * job is protected again before its first checkpoint */
+        crpm_level_l2_attach(&ctx->l2, crpm_level_l1_container(&ctx->primary));
+        if (v.kind == CRPM_V_L1 && g.l2_in_use) {
+            uint64_t sent = 0;
+            rc = crpm_agree(ctx->comm, ctx->rank, crpm_level_l2_sync(&ctx->l2, &sent),
+                            "crpm_init: bringing the partner copies up to date");
         }
     }
     crpm_container_close(g.c);
     free(g.all);
+    free(g.restore);
     return rc;
 }

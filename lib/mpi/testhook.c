@@ -6,6 +6,9 @@
 #include "error.h"
 #include "testhook.h"
 
+/* level 2's points, apart from the container's */
+#define L2_BASE 100
+
 #ifdef CRPM_TEST_HOOKS
 static void kill_hook(void *arg, int point, uint64_t epoch)
 {
@@ -24,15 +27,18 @@ int crpm_testhook_parse(crpm_ctx *ctx)
     for (const char *p = v; *p;) {
         int r, n, end = 0;
         char point[32];
-        if (sscanf(p, "%d:%31[a-z_]:%d%n", &r, point, &n, &end) != 3 || (p[end] && p[end] != ',') || n < 1)
+        if (sscanf(p, "%d:%31[a-z_2]:%d%n", &r, point, &n, &end) != 3 || (p[end] && p[end] != ',') || n < 1)
             return crpm_error(CRPM_ERR_CONFIG, "CRPM_TEST_KILL='%s': expected <rank>:<point>:<n>[,...]", v);
         int pt = strcmp(point, "before_data") == 0    ? CRPM_HOOK_BEFORE_DATA
                  : strcmp(point, "after_data") == 0   ? CRPM_HOOK_AFTER_DATA
                  : strcmp(point, "after_commit") == 0 ? CRPM_HOOK_AFTER_COMMIT
+                 : strcmp(point, "l2_sent") == 0      ? L2_BASE + CRPM_L2_HOOK_SENT
+                 : strcmp(point, "l2_applied") == 0   ? L2_BASE + CRPM_L2_HOOK_APPLIED
+                 : strcmp(point, "l2_committed") == 0 ? L2_BASE + CRPM_L2_HOOK_COMMITTED
                                                       : 0;
         if (!pt)
-            return crpm_error(CRPM_ERR_CONFIG,
-                              "CRPM_TEST_KILL='%s': point must be before_data, after_data or after_commit", v);
+            return crpm_error(CRPM_ERR_CONFIG, "CRPM_TEST_KILL='%s': point must be before_data, after_data, "
+                              "after_commit, l2_sent, l2_applied or l2_committed", v);
         if (r == ctx->rank && ctx->nkills < (int)(sizeof ctx->kills / sizeof ctx->kills[0])) {
             ctx->kills[ctx->nkills].point = pt;
             ctx->kills[ctx->nkills].n = n;
@@ -48,6 +54,16 @@ void crpm_testhook_attach(crpm_ctx *ctx, crpm_container *c)
     if (ctx->nkills)
         crpm_container_set_hook(c, kill_hook, ctx);
 }
+
+static void l2_hook(void *arg, int point) { kill_hook(arg, L2_BASE + point, 0); }
+
+void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o)
+{
+    if (ctx->nkills) {
+        o->hook = l2_hook;
+        o->hook_arg = ctx;
+    }
+}
 #else
 int crpm_testhook_parse(crpm_ctx *ctx)
 {
@@ -59,5 +75,11 @@ void crpm_testhook_attach(crpm_ctx *ctx, crpm_container *c)
 {
     (void)ctx;
     (void)c;
+}
+
+void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o)
+{
+    (void)ctx;
+    (void)o;
 }
 #endif

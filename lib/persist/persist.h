@@ -10,6 +10,26 @@
 
 typedef struct crpm_media crpm_media;
 
+/* Write log: the byte ranges stored into a mapping since the log was last
+ * taken.  Level 2 ships exactly these ranges to the partner copy. */
+typedef struct crpm_wrange {
+    uint64_t off, len;
+} crpm_wrange;
+
+typedef struct crpm_wlog {
+    crpm_wrange *v;
+    size_t n, cap;
+    int lost;              /* out of memory: the log is incomplete */
+} crpm_wlog;
+
+void crpm_wlog_note(crpm_wlog *l, uint64_t off, uint64_t len);
+/* Sorts and merges the ranges (overlapping or touching become one). */
+void crpm_wlog_normalize(crpm_wlog *l);
+/* Appends src's ranges to dst (then normalizes). */
+void crpm_wlog_merge(crpm_wlog *dst, const crpm_wlog *src);
+void crpm_wlog_clear(crpm_wlog *l);
+void crpm_wlog_free(crpm_wlog *l);
+
 typedef struct crpm_backend {
     const char *name;
     /* Map all of the existing file `path`. */
@@ -37,6 +57,7 @@ struct crpm_media {
     size_t size;           /* mapped (= file) size */
     int is_pmem;           /* pmem_is_pmem() said yes */
     uint64_t drains;       /* fences issued */
+    crpm_wlog *log;        /* non-NULL: every store through this interface is noted */
     void *priv;            /* backend state */
 };
 
@@ -49,12 +70,15 @@ const crpm_backend *crpm_backend_for(int persistence);
 extern const crpm_backend crpm_backend_readonly;
 
 /* Convenience wrappers used by the upper layers. */
+static inline void crpm_persist_note(crpm_media *m, const void *addr, size_t n)
+{ if (m->log) crpm_wlog_note(m->log, (uint64_t)((const char *)addr - m->base), n); }
 static inline void crpm_persist_copy(crpm_media *m, void *dst, const void *src, size_t n)
-{ m->ops->copy(m, dst, src, n); }
+{ crpm_persist_note(m, dst, n); m->ops->copy(m, dst, src, n); }
 static inline int crpm_persist_fill(crpm_media *m, void *dst, const void *src, size_t n)
-{ return m->ops->fill(m, dst, src, n); }
+{ crpm_persist_note(m, dst, n); return m->ops->fill(m, dst, src, n); }
+/* Stores made directly into the mapping are noted here. */
 static inline void crpm_persist_flush(crpm_media *m, const void *addr, size_t n)
-{ m->ops->flush(m, addr, n); }
+{ crpm_persist_note(m, addr, n); m->ops->flush(m, addr, n); }
 static inline void crpm_persist_drain(crpm_media *m)
 { m->drains++; m->ops->drain(m); }
 

@@ -4,6 +4,7 @@
  * this project's AMD EPYC VMs: the application's own loops 3x slower after a
  * single CRC).  vzeroupper after each call clears that state. */
 #include <isa-l/crc.h>
+#include <isa-l/crc64.h>
 #include "crc32c.h"
 
 static int have_avx = -1;
@@ -26,6 +27,19 @@ uint32_t crpm_crc32c(const void *p, size_t n, uint32_t seed)
         seed = crc32_iscsi((unsigned char *)b, k, seed);
         b += k;
         n -= (size_t)k;
+    }
+    clear_upper();
+    return seed;
+}
+
+uint64_t crpm_crc64(const void *p, size_t n, uint64_t seed)
+{
+    const unsigned char *b = p;
+    while (n) {
+        uint64_t k = n > (1u << 30) ? 1u << 30 : n;
+        seed = crc64_ecma_refl(seed, b, k);
+        b += k;
+        n -= k;
     }
     clear_upper();
     return seed;

@@ -8,4 +8,8 @@
 /* CRC32C of n bytes, chained from seed. */
 uint32_t crpm_crc32c(const void *p, size_t n, uint32_t seed);
 
+/* CRC-64 (ISA-L crc64_ecma_refl): piece fingerprints for level-2 transfers,
+ * where a 32-bit check would be too weak to skip sending a piece. */
+uint64_t crpm_crc64(const void *p, size_t n, uint64_t seed);
+
 #endif

@@ -1,0 +1,414 @@
+/* Level 2's transport (l2_xfer.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "crc32c.h"
+#include "error.h"
+#include "fsutil.h"
+#include "l2_xfer.h"
+#include "persist_file.h"
+
+#define BATCH (64u << 20)       /* bytes per data message: well inside MPI's int counts */
+#define PIECE (64u << 10)       /* sync granularity */
+#define TAG_FP 7301
+#define TAG_SYNC 7302
+
+static int mpi_fail(int mrc, const char *what)
+{
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(mrc, s, &len);
+    return crpm_error(CRPM_ERR_MPI, "%s: %s", what, s);
+}
+
+static int grow(void **v, int *cap, int need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    int c = *cap ? 2 * *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *p = realloc(*v, (size_t)c * elem);
+    if (!p)
+        return -1;
+    *v = p;
+    *cap = c;
+    return 0;
+}
+
+static MPI_Request *new_req(crpm_sendq *q)
+{
+    if (grow((void **)&q->req, &q->cap, q->nreq + 1, sizeof *q->req) != 0) {
+        q->err = q->err ? q->err : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+        return NULL;
+    }
+    return &q->req[q->nreq++];
+}
+
+static void keep_buf(crpm_sendq *q, void *b)
+{
+    if (grow((void **)&q->bufs, &q->capbufs, q->nbufs + 1, sizeof *q->bufs) == 0)
+        q->bufs[q->nbufs++] = b;
+    else
+        q->err = q->err ? q->err : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+}
+
+void crpm_sendq_post(crpm_sendq *q, MPI_Comm comm, int peer, int tag, const void *p, size_t n)
+{
+    void *b = malloc(n ? n : 1);
+    MPI_Request *r = b ? new_req(q) : NULL;
+    if (!r) {
+        free(b);
+        q->err = q->err ? q->err : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+        return;
+    }
+    memcpy(b, p, n);
+    keep_buf(q, b);
+    int mrc = MPI_Isend(b, (int)n, MPI_BYTE, peer, tag, comm, r);
+    if (mrc != MPI_SUCCESS && !q->err)
+        q->err = mpi_fail(mrc, "level 2: MPI_Isend");
+    q->bytes += n;
+}
+
+/* The pieces of batch k: ranges cut so that a batch holds at most BATCH
+ * bytes; both ends cut identically.  Returns the count, fills disp/len. */
+typedef struct cursor {
+    size_t i;                   /* current range */
+    uint64_t done;              /* bytes of it already in earlier batches */
+} cursor;
+
+static int next_batch(const crpm_wrange *v, size_t n, cursor *c, const char *base, MPI_Aint **disp, int **len,
+                      int *cap)
+{
+    int k = 0;
+    uint64_t room = BATCH;
+    while (c->i < n && room) {
+        uint64_t left = v[c->i].len - c->done, take = left < room ? left : room;
+        if (k == *cap) {
+            int nc = *cap ? 2 * *cap : 64;
+            MPI_Aint *d = realloc(*disp, (size_t)nc * sizeof *d);
+            if (d) *disp = d;
+            int *l = d ? realloc(*len, (size_t)nc * sizeof *l) : NULL;
+            if (l) *len = l;
+            if (!d || !l)
+                return -1;
+            *cap = nc;
+        }
+        MPI_Get_address(base + v[c->i].off + c->done, &(*disp)[k]);
+        (*len)[k++] = (int)take;
+        room -= take;
+        c->done += take;
+        if (c->done == v[c->i].len) {
+            c->i++;
+            c->done = 0;
+        }
+    }
+    return k;
+}
+
+void crpm_sendq_ranges(crpm_sendq *q, MPI_Comm comm, int peer, int tag, const char *base, const crpm_wrange *v,
+                       size_t n)
+{
+    uint64_t cnt = n;
+    crpm_sendq_post(q, comm, peer, tag, &cnt, sizeof cnt);
+    if (n)
+        crpm_sendq_post(q, comm, peer, tag, v, n * sizeof *v);
+    cursor c = {0, 0};
+    MPI_Aint *disp = NULL;
+    int *len = NULL, cap = 0, k;
+    while (!q->err && (k = next_batch(v, n, &c, base, &disp, &len, &cap)) > 0) {
+        MPI_Datatype t;
+        MPI_Request *r = new_req(q);
+        if (!r || grow((void **)&q->types, &q->captypes, q->ntypes + 1, sizeof *q->types) != 0) {
+            q->err = q->err ? q->err : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+            break;
+        }
+        int mrc = MPI_Type_create_hindexed(k, len, disp, MPI_BYTE, &t);
+        if (mrc == MPI_SUCCESS)
+            mrc = MPI_Type_commit(&t);
+        if (mrc == MPI_SUCCESS) {
+            q->types[q->ntypes++] = t;
+            mrc = MPI_Isend(MPI_BOTTOM, 1, t, peer, tag, comm, r);
+        }
+        if (mrc != MPI_SUCCESS) {
+            q->nreq--;
+            q->err = mpi_fail(mrc, "level 2: sending ranges");
+        }
+        for (int j = 0; j < k; j++)
+            q->bytes += (uint64_t)len[j];
+    }
+    if (k < 0 && !q->err)
+        q->err = crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+    free(disp);
+    free(len);
+}
+
+int crpm_sendq_wait(crpm_sendq *q, const char *what)
+{
+    int mrc = q->nreq ? MPI_Waitall(q->nreq, q->req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    int rc = q->err ? q->err : mrc != MPI_SUCCESS ? mpi_fail(mrc, what) : CRPM_SUCCESS;
+    for (int i = 0; i < q->nbufs; i++)
+        free(q->bufs[i]);
+    for (int i = 0; i < q->ntypes; i++)
+        MPI_Type_free(&q->types[i]);
+    free(q->req);
+    free(q->bufs);
+    free(q->types);
+    uint64_t bytes = q->bytes;
+    memset(q, 0, sizeof *q);
+    q->bytes = bytes;
+    return rc;
+}
+
+int crpm_recv_bytes(MPI_Comm comm, int peer, int tag, void *p, size_t n, const char *what)
+{
+    int mrc = MPI_Recv(p, (int)n, MPI_BYTE, peer, tag, comm, MPI_STATUS_IGNORE);
+    return mrc == MPI_SUCCESS ? CRPM_SUCCESS : mpi_fail(mrc, what);
+}
+
+int crpm_recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t *bytes)
+{
+    uint64_t n = 0;
+    int rc = crpm_recv_bytes(comm, peer, tag, &n, sizeof n, "level 2: receiving a range count");
+    if (rc != 0 || n == 0)
+        return rc;
+    if (n > (uint64_t)INT_MAX / sizeof(crpm_wrange))
+        return crpm_error(CRPM_ERR_RANGE, "level 2: %llu ranges in one transfer", (unsigned long long)n);
+    crpm_wrange *v = malloc(n * sizeof *v);
+    if (!v)
+        return crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+    rc = crpm_recv_bytes(comm, peer, tag, v, n * sizeof *v, "level 2: receiving ranges");
+    /* The data messages follow whatever happens: they are received (into
+     * scratch when the ranges are bad) so the sender's requests complete. */
+    int bad = rc != 0;
+    for (uint64_t i = 0; rc == 0 && i < n; i++) {
+        if (v[i].off > m->size || v[i].len > m->size - v[i].off ||
+            (v[i].off < CRPM_WORD_OFF + CRPM_WORD_LEN && v[i].off + v[i].len > CRPM_WORD_OFF))
+            rc = crpm_error(CRPM_ERR_FORMAT, "level 2: range [%llu, +%llu) outside the copy or over its commit word",
+                            (unsigned long long)v[i].off, (unsigned long long)v[i].len);
+        else
+            rc = m->ops->reserve(m, v[i].off, v[i].len);
+    }
+    bad |= rc != 0;
+    cursor c = {0, 0};
+    MPI_Aint *disp = NULL;
+    int *len = NULL, cap = 0, k;
+    char *scratch = NULL;
+    while ((k = next_batch(v, n, &c, m->base, &disp, &len, &cap)) > 0) {
+        MPI_Datatype t;
+        int mrc;
+        if (bad) {
+            if (!scratch && !(scratch = malloc(BATCH))) {
+                rc = rc ? rc : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+                break;
+            }
+            int total = 0;
+            for (int j = 0; j < k; j++)
+                total += len[j];
+            mrc = MPI_Recv(scratch, total, MPI_BYTE, peer, tag, comm, MPI_STATUS_IGNORE);
+        } else {
+            mrc = MPI_Type_create_hindexed(k, len, disp, MPI_BYTE, &t);
+            if (mrc == MPI_SUCCESS)
+                mrc = MPI_Type_commit(&t);
+            if (mrc == MPI_SUCCESS) {
+                mrc = MPI_Recv(MPI_BOTTOM, 1, t, peer, tag, comm, MPI_STATUS_IGNORE);
+                MPI_Type_free(&t);
+            }
+        }
+        if (mrc != MPI_SUCCESS) {
+            rc = rc ? rc : mpi_fail(mrc, "level 2: receiving ranges");
+            break;
+        }
+        for (int j = 0; j < k; j++)
+            *bytes += (uint64_t)len[j];
+    }
+    if (k < 0 && !rc)
+        rc = crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+    for (uint64_t i = 0; rc == 0 && i < n; i++)
+        crpm_persist_flush(m, m->base + v[i].off, v[i].len);
+    free(scratch);
+    free(disp);
+    free(len);
+    free(v);
+    return rc;
+}
+
+/* ---- whole-file sync ----------------------------------------------------- */
+
+typedef struct fp_hdr {
+    uint64_t have, size, npieces;
+} fp_hdr;
+
+typedef struct sync_hdr {
+    int64_t rc;                 /* the source's error: nothing follows */
+    uint64_t size, word;
+} sync_hdr;
+
+static uint64_t piece_len(uint64_t size, uint64_t i)
+{
+    uint64_t off = i * PIECE;
+    return size - off < PIECE ? size - off : PIECE;
+}
+
+static uint64_t *fingerprints(const crpm_media *m, uint64_t *n)
+{
+    *n = (m->size + PIECE - 1) / PIECE;
+    uint64_t *fp = malloc((*n ? *n : 1) * sizeof *fp);
+    for (uint64_t i = 0; fp && i < *n; i++) {
+        uint64_t off = i * PIECE, len = piece_len(m->size, i);
+        /* the commit word is written apart: it does not count */
+        uint64_t h = crpm_crc64(m->base + off, len, 0);
+        if (off == 0) {
+            char w[CRPM_WORD_LEN] = {0};
+            h = crpm_crc64(m->base, CRPM_WORD_OFF, 0);
+            h = crpm_crc64(w, sizeof w, h);
+            h = crpm_crc64(m->base + CRPM_WORD_OFF + CRPM_WORD_LEN, len - CRPM_WORD_OFF - CRPM_WORD_LEN, h);
+        }
+        fp[i] = h;
+    }
+    return fp;
+}
+
+static int all_zero(const char *p, uint64_t n)
+{
+    static const char z[4096];
+    for (uint64_t o = 0; o < n; o += sizeof z) {
+        uint64_t k = n - o < sizeof z ? n - o : sizeof z;
+        if (memcmp(p + o, z, k) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* Source side: the ranges to send given the destination's fingerprints. */
+static int diff_ranges(const crpm_media *m, const fp_hdr *h, const uint64_t *theirs, int full, crpm_wlog *out)
+{
+    uint64_t n, *mine = fingerprints(m, &n);
+    if (!mine)
+        return crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t off = i * PIECE, len = piece_len(m->size, i);
+        int same = h->have && i < h->npieces && piece_len(h->size, i) == len && theirs[i] == mine[i];
+        /* a new destination is zero-filled: zero pieces need not travel */
+        if (!same && (full || h->have || !all_zero(m->base + off, len))) {
+            if (off == 0) {
+                crpm_wlog_note(out, 0, CRPM_WORD_OFF);
+                crpm_wlog_note(out, CRPM_WORD_OFF + CRPM_WORD_LEN, len - CRPM_WORD_OFF - CRPM_WORD_LEN);
+            } else {
+                crpm_wlog_note(out, off, len);
+            }
+        }
+    }
+    free(mine);
+    return out->lost ? crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory") : CRPM_SUCCESS;
+}
+
+/* Destination side: where the file is written (in place, or a new file at
+ * a temporary name), then the data and the commit word. */
+static int sync_receive(MPI_Comm comm, const crpm_sync_dst *d, int in_place, uint64_t *got, int *rewritten)
+{
+    sync_hdr sh;
+    int rc = crpm_recv_bytes(comm, d->peer, TAG_SYNC, &sh, sizeof sh, "level 2: receiving a sync header");
+    if (rc != 0)
+        return rc;
+    if (sh.rc != 0)
+        return crpm_error((int)sh.rc, "level 2: the source of %s failed (rank %d)", d->path, d->peer);
+    char tmp[CRPM_PATH_MAX + 16];
+    crpm_media nm = {0}, *m = d->have;
+    if (in_place && sh.size < m->size)
+        in_place = 0;
+    if (in_place) {
+        crpm_media_set_word(m, 0); /* unusable until the sync is complete */
+        if (sh.size > m->size)
+            rc = m->ops->resize(m, sh.size);
+    } else {
+        static const char zero_hdr[CRPM_HDR_SIZE];
+        snprintf(tmp, sizeof tmp, "%s.sync", d->path);
+        nm.ops = d->backend;
+        if (sh.size < CRPM_HDR_SIZE)
+            rc = crpm_error(CRPM_ERR_TRUNCATED, "level 2: %s: a %llu-byte file is no container", d->path,
+                            (unsigned long long)sh.size);
+        if (rc == 0)
+            rc = crpm_persist_create_file(tmp, sh.size, zero_hdr, CRPM_HDR_SIZE);
+        if (rc == 0)
+            rc = nm.ops->map(&nm, tmp);
+        m = &nm;
+    }
+    /* the data follows even when we failed: receive it into scratch */
+    crpm_media scratch = {0};
+    int rrc = crpm_recv_ranges(comm, d->peer, TAG_SYNC, rc == 0 ? m : &scratch, got);
+    if (rc == 0)
+        rc = rrc;
+    if (rc == 0)
+        crpm_media_set_word(m, sh.word);
+    if (!in_place && nm.base)
+        nm.ops->unmap(&nm);
+    if (!in_place && rc == 0)
+        rc = crpm_durable_rename(tmp, d->path);
+    if (!in_place && rc != 0)
+        crpm_unlink_quiet(tmp);
+    if (rc == 0)
+        *rewritten = in_place ? 1 : 2;
+    return rc;
+}
+
+int crpm_sync_files(MPI_Comm comm, const crpm_sync_src *src, int nsrc, const crpm_sync_dst *dst, int ndst,
+                    uint64_t *sent, int *rewritten)
+{
+    crpm_sendq q = {0};
+    int rc = CRPM_SUCCESS;
+    /* 1. destinations send their fingerprints */
+    for (int i = 0; i < ndst; i++) {
+        rewritten[i] = 0;
+        uint64_t n = 0, *fp = NULL;
+        int have = dst[i].have && !dst[i].full;
+        if (have && !(fp = fingerprints(dst[i].have, &n))) {
+            rc = rc ? rc : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+            have = 0;
+        }
+        fp_hdr h = {(uint64_t)have, have ? dst[i].have->size : 0, n};
+        crpm_sendq_post(&q, comm, dst[i].peer, TAG_FP, &h, sizeof h);
+        if (have && n)
+            crpm_sendq_post(&q, comm, dst[i].peer, TAG_FP, fp, n * sizeof *fp);
+        free(fp);
+    }
+    /* 2. sources answer with the pieces that differ */
+    for (int i = 0; i < nsrc; i++) {
+        fp_hdr h;
+        uint64_t *theirs = NULL;
+        int lrc = crpm_recv_bytes(comm, src[i].peer, TAG_FP, &h, sizeof h, "level 2: receiving fingerprints");
+        if (lrc == 0 && h.have && h.npieces) {
+            theirs = malloc(h.npieces * sizeof *theirs);
+            /* received even without memory, so the sender completes */
+            lrc = crpm_recv_bytes(comm, src[i].peer, TAG_FP, theirs ? (void *)theirs : NULL,
+                                  theirs ? h.npieces * sizeof *theirs : 0, "level 2: receiving fingerprints");
+            if (!theirs && lrc == 0)
+                lrc = crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+        }
+        crpm_wlog w = {0};
+        if (lrc == 0)
+            lrc = diff_ranges(src[i].m, &h, theirs, 0, &w);
+        crpm_wlog_normalize(&w);
+        sync_hdr sh = {lrc, src[i].m->size, crpm_media_word(src[i].m)};
+        crpm_sendq_post(&q, comm, src[i].peer, TAG_SYNC, &sh, sizeof sh);
+        if (lrc == 0)
+            crpm_sendq_ranges(&q, comm, src[i].peer, TAG_SYNC, src[i].m->base, w.v, w.n);
+        /* the range list was copied, the bytes are sent from the mapping */
+        crpm_wlog_free(&w);
+        free(theirs);
+        rc = rc ? rc : lrc;
+    }
+    /* 3. destinations receive */
+    uint64_t got = 0;
+    for (int i = 0; i < ndst; i++) {
+        int lrc = sync_receive(comm, &dst[i], dst[i].have != NULL && !dst[i].full, &got, &rewritten[i]);
+        rc = rc ? rc : lrc;
+    }
+    int wrc = crpm_sendq_wait(&q, "level 2: sync");
+    if (sent)
+        *sent += q.bytes;
+    return rc ? rc : wrc;
+}

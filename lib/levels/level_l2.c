@@ -1,0 +1,557 @@
+/* Level 2: each rank's container has a partner copy on the next node (see
+ * lib/mpi/topology.h), kept byte-identical by sending it exactly the ranges
+ * the rank stored into its container (the write log, persist.h) and
+ * replaying them under the container protocol (format/replica.c).
+ *
+ * The copy is always the owner's file as of some committed epoch.  The
+ * ranges of every epoch committed since are kept (failed attempts merged
+ * into the next): one or two epochs are replayed in order, each as its own
+ * failure-atomic step; both epochs' bytes are still in the owner's file then
+ * (the newer epoch overwrote only copies the older one did not commit).  When
+ * that is not so (more epochs behind, a lost log, a copy missing or of
+ * unknown state) the pair does a whole-file sync that sends only the pieces
+ * whose fingerprints differ. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "fsutil.h"
+#include "l2_xfer.h"
+#include "level.h"
+#include "persist_file.h"
+
+#define TAG_INFO_O 7311
+#define TAG_INFO_H 7312
+#define TAG_STAGE 7313
+#define TAG_FULL 7314
+
+enum { M_NONE, M_STAGES, M_SYNC, M_FULL };
+
+typedef struct pend_epoch {
+    uint64_t epoch;
+    crpm_wlog log;
+} pend_epoch;
+
+typedef struct held {
+    int owner;
+    char path[CRPM_PATH_MAX];
+    char lock[CRPM_PATH_MAX + 8];
+    int lock_fd;
+    crpm_container *r;         /* NULL: missing or unusable */
+    char why[256];             /* why r is NULL */
+    int committed;             /* the last ship committed it */
+    int mode;                  /* of the transfer in progress */
+} held;
+
+typedef struct l2_state {
+    crpm_l2_opts o;
+    crpm_container *own;
+    crpm_wlog live;            /* the own container's stores not yet in pend */
+    pend_epoch pend[2];
+    int npend;
+    int unknown;               /* the partner copy's state is not known */
+    held *held;
+} l2_state;
+
+/* What each end tells the other before a transfer. */
+typedef struct owner_info {
+    uint64_t epoch, npend, unknown, full, size;
+} owner_info;
+
+typedef struct holder_info {
+    uint64_t have, epoch;
+} holder_info;
+
+static l2_state *st_of(crpm_level *lv) { return lv->state; }
+
+static int pair_mode(const owner_info *o, const holder_info *h)
+{
+    if (o->full)
+        return M_FULL;
+    if (o->unknown || o->npend > 2 || !h->have || h->epoch + o->npend != o->epoch)
+        return M_SYNC;
+    return o->npend ? M_STAGES : M_NONE;
+}
+
+static void close_held(held *h)
+{
+    crpm_format_close(h->r);
+    h->r = NULL;
+}
+
+int crpm_level_l2_open_copies(crpm_level *lv)
+{
+    l2_state *s = st_of(lv);
+    int rc = CRPM_SUCCESS;
+    for (int i = 0; i < s->o.nowners; i++) {
+        held *h = &s->held[i];
+        if (h->r)
+            continue;
+        struct stat sb;
+        if (stat(h->path, &sb) != 0) {
+            snprintf(h->why, sizeof h->why, "%.200s does not exist", h->path);
+            continue;
+        }
+        crpm_open_opts oo = {.path = h->path, .job_name = lv->env->job_name, .rank = h->owner,
+                             .nranks = lv->env->nranks, .persistence = s->o.persistence, .backend = s->o.backend};
+        if (crpm_format_open(&oo, &h->r, NULL) != 0) {
+            h->r = NULL;
+            snprintf(h->why, sizeof h->why, "%s", crpm_last_error());
+        }
+    }
+    crpm_error_clear();
+    return rc;
+}
+
+void crpm_level_l2_copy_facts(crpm_level *lv, int i, int64_t out[CRPM_L2F_N])
+{
+    held *h = &st_of(lv)->held[i];
+    memset(out, 0, sizeof(int64_t) * CRPM_L2F_N);
+    out[CRPM_L2F_OWNER] = h->owner;
+    out[CRPM_L2F_OK] = h->r != NULL;
+    if (h->r) {
+        out[CRPM_L2F_EPOCH] = (int64_t)crpm_container_epoch(h->r);
+        out[CRPM_L2F_PREV] = crpm_container_prev_available(h->r);
+        uint8_t id[CRPM_RUN_ID_LEN];
+        crpm_container_run_id(h->r, id);
+        memcpy(&out[CRPM_L2F_RUN0], id, sizeof id);
+    }
+}
+
+crpm_container *crpm_level_l2_copy(crpm_level *lv, int i) { return st_of(lv)->held[i].r; }
+
+int crpm_level_l2_rollback_copy(crpm_level *lv, int i)
+{
+    held *h = &st_of(lv)->held[i];
+    return h->r ? crpm_container_rollback(h->r) : CRPM_SUCCESS;
+}
+
+void crpm_level_l2_attach(crpm_level *lv, crpm_container *own)
+{
+    l2_state *s = st_of(lv);
+    if (s->own)
+        crpm_container_media(s->own)->log = NULL;
+    s->own = own;
+    crpm_wlog_clear(&s->live);
+    for (int k = 0; k < s->npend; k++)
+        crpm_wlog_free(&s->pend[k].log);
+    s->npend = 0;
+    s->unknown = 1;
+    if (own)
+        crpm_container_media(own)->log = &s->live;
+}
+
+/* ---- checkpoints ------------------------------------------------------------ */
+
+static int l2_event(crpm_level *lv, int event)
+{
+    l2_state *s = st_of(lv);
+    if (!s->own)
+        return CRPM_SUCCESS;
+    if (event == CRPM_EV_COMMITTED) {
+        if (s->npend == 2) { /* three epochs behind: only a sync can catch up */
+            for (int k = 0; k < 2; k++)
+                crpm_wlog_free(&s->pend[k].log);
+            s->npend = 0;
+            s->unknown = 1;
+        }
+        pend_epoch *p = &s->pend[s->npend++];
+        p->epoch = crpm_container_epoch(s->own);
+        p->log = s->live;
+        memset(&s->live, 0, sizeof s->live);
+        crpm_container_media(s->own)->log = &s->live;
+        crpm_wlog_normalize(&p->log);
+        if (p->log.lost)
+            s->unknown = 1;
+    } else if (event == CRPM_EV_UNDONE && s->npend) {
+        /* the next attempt writes the same copies again: its log must cover
+         * this one's stores too */
+        pend_epoch *p = &s->pend[--s->npend];
+        crpm_wlog_merge(&s->live, &p->log);
+        crpm_wlog_free(&p->log);
+    } else if (event == CRPM_EV_UNDONE) {
+        s->unknown = 1;
+    }
+    return CRPM_SUCCESS;
+}
+
+/* The stored ranges of one epoch, without the commit word (written last). */
+static int stage_ranges(const crpm_wlog *log, crpm_wlog *out)
+{
+    for (size_t i = 0; i < log->n; i++) {
+        uint64_t a = log->v[i].off, b = a + log->v[i].len;
+        if (a < CRPM_WORD_OFF)
+            crpm_wlog_note(out, a, (b < CRPM_WORD_OFF ? b : CRPM_WORD_OFF) - a);
+        if (b > CRPM_WORD_OFF + CRPM_WORD_LEN) {
+            uint64_t from = a > CRPM_WORD_OFF + CRPM_WORD_LEN ? a : CRPM_WORD_OFF + CRPM_WORD_LEN;
+            crpm_wlog_note(out, from, b - from);
+        }
+    }
+    return out->lost ? crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory") : CRPM_SUCCESS;
+}
+
+/* The FTI-style baseline: the protected arrays, whole, into a plain file
+ * (a 64-byte zero header, then the arrays back to back). */
+#define FULL_HDR 64u
+static void post_full(l2_state *s, crpm_sendq *q, const crpm_level_env *env, const crpm_array *a, int n)
+{
+    uint64_t hdr[2] = {0, 0}, off = FULL_HDR;
+    for (int i = 0; i < n; i++) {
+        hdr[0] += crpm_array_bytes(&a[i]);
+        hdr[1] += crpm_array_bytes(&a[i]) > 0;
+    }
+    crpm_sendq_post(q, env->comm, s->o.partner, TAG_FULL, hdr, sizeof hdr);
+    for (int i = 0; i < n; i++) {
+        crpm_wrange r = {off, crpm_array_bytes(&a[i])};
+        if (!r.len)
+            continue;
+        /* base such that base + off is the array */
+        const char *base = (const char *)((uintptr_t)a[i].ptr - (uintptr_t)off);
+        crpm_sendq_ranges(q, env->comm, s->o.partner, TAG_FULL, base, &r, 1);
+        off += r.len;
+    }
+}
+
+static int recv_full(const crpm_level_env *env, held *h, const crpm_l2_opts *o, uint64_t *got)
+{
+    uint64_t hdr[2];
+    int rc = crpm_recv_bytes(env->comm, h->owner, TAG_FULL, hdr, sizeof hdr, "level 2: full copy");
+    char path[CRPM_PATH_MAX + 8];
+    snprintf(path, sizeof path, "%s.full", h->path);
+    crpm_media m = {0}, scratch = {0};
+    m.ops = o->backend ? o->backend : crpm_backend_for(o->persistence);
+    static const char zero[FULL_HDR];
+    if (rc == 0)
+        rc = crpm_persist_create_file(path, hdr[0] + FULL_HDR, zero, sizeof zero);
+    int mrc = rc == 0 ? m.ops->map(&m, path) : rc;
+    for (uint64_t k = 0; rc == 0 && k < hdr[1]; k++) {
+        int lrc = crpm_recv_ranges(env->comm, h->owner, TAG_FULL, mrc == 0 ? &m : &scratch, got);
+        rc = mrc ? mrc : lrc;
+    }
+    if (rc == 0)
+        crpm_persist_drain(&m);
+    if (m.base)
+        m.ops->unmap(&m);
+    return rc;
+}
+
+/* Replays the stages the owner sends into copy h. */
+static int recv_stages(const crpm_level_env *env, const crpm_l2_opts *o, held *h, uint64_t *got)
+{
+    uint64_t hdr[3]; /* stages, then per stage: epoch and file size */
+    int rc = crpm_recv_bytes(env->comm, h->owner, TAG_STAGE, hdr, sizeof(uint64_t), "level 2: stage count");
+    for (uint64_t k = 0; rc == 0 && k < hdr[0]; k++) {
+        rc = crpm_recv_bytes(env->comm, h->owner, TAG_STAGE, hdr + 1, 2 * sizeof(uint64_t), "level 2: stage");
+        int brc = rc == 0 ? crpm_replica_begin(h->r, hdr[2]) : rc;
+        crpm_media scratch = {0};
+        int rrc = rc == 0 ? crpm_recv_ranges(env->comm, h->owner, TAG_STAGE, brc == 0 ? crpm_container_media(h->r)
+                                                                                      : &scratch, got)
+                          : rc;
+        rc = brc ? brc : rrc;
+        if (rc == 0 && o->hook)
+            o->hook(o->hook_arg, CRPM_L2_HOOK_APPLIED);
+        if (rc == 0)
+            rc = crpm_replica_commit(h->r, hdr[1]);
+    }
+    return rc;
+}
+
+static int l2_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm_stats_t *st, int *committed)
+{
+    (void)id;
+    l2_state *s = st_of(lv);
+    const crpm_level_env *env = lv->env;
+    *committed = 0;
+    crpm_level_l2_open_copies(lv);
+    /* 0. both ends learn the state of each pair */
+    crpm_sendq q = {0};
+    owner_info oi = {crpm_container_epoch(s->own), (uint64_t)s->npend, (uint64_t)s->unknown,
+                     (uint64_t)s->o.full_copy, crpm_container_media(s->own)->size};
+    crpm_sendq_post(&q, env->comm, s->o.partner, TAG_INFO_O, &oi, sizeof oi);
+    for (int i = 0; i < s->o.nowners; i++) {
+        held *h = &s->held[i];
+        holder_info hi = {h->r != NULL, h->r ? crpm_container_epoch(h->r) : 0};
+        crpm_sendq_post(&q, env->comm, h->owner, TAG_INFO_H, &hi, sizeof hi);
+    }
+    holder_info phi;
+    int rc = crpm_recv_bytes(env->comm, s->o.partner, TAG_INFO_H, &phi, sizeof phi, "level 2: partner state");
+    owner_info *ois = calloc((size_t)s->o.nowners + 1, sizeof *ois);
+    for (int i = 0; rc == 0 && i < s->o.nowners; i++)
+        rc = ois ? crpm_recv_bytes(env->comm, s->held[i].owner, TAG_INFO_O, &ois[i], sizeof ois[i],
+                                   "level 2: owner state")
+                 : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+    int wrc = crpm_sendq_wait(&q, "level 2: state exchange");
+    uint64_t sent = q.bytes;
+    rc = rc ? rc : wrc;
+    if (rc != 0) {
+        free(ois);
+        return rc;
+    }
+    int mine = pair_mode(&oi, &phi);
+    /* 1. syncs first (they need fingerprints from the destination) */
+    crpm_sync_src src = {s->o.partner, crpm_container_media(s->own)};
+    crpm_sync_dst *dst = calloc((size_t)s->o.nowners + 1, sizeof *dst);
+    int *rewritten = calloc((size_t)s->o.nowners + 1, sizeof *rewritten), nd = 0;
+    if (!dst || !rewritten) {
+        free(ois); free(dst); free(rewritten);
+        return crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+    }
+    for (int i = 0; i < s->o.nowners; i++) {
+        held *h = &s->held[i];
+        h->mode = pair_mode(&ois[i], &(holder_info){h->r != NULL, h->r ? crpm_container_epoch(h->r) : 0});
+        h->committed = 0;
+        if (h->mode == M_SYNC)
+            dst[nd++] = (crpm_sync_dst){h->owner, h->path, h->r ? crpm_container_media(h->r) : NULL,
+                                        s->o.backend ? s->o.backend : crpm_backend_for(s->o.persistence), 0};
+    }
+    free(ois);
+    uint64_t got = 0;
+    if (mine == M_SYNC || nd)
+        rc = crpm_sync_files(env->comm, &src, mine == M_SYNC, dst, nd, &sent, rewritten);
+    for (int i = 0, k = 0; i < s->o.nowners; i++) {
+        held *h = &s->held[i];
+        if (h->mode != M_SYNC)
+            continue;
+        if (rewritten[k++]) { /* reopen what the sync wrote */
+            close_held(h);
+            crpm_level_l2_open_copies(lv);
+            h->committed = h->r != NULL;
+        }
+    }
+    free(dst);
+    free(rewritten);
+    /* 2. stages (or the full-copy baseline) */
+    crpm_wlog ranges[2] = {{0}, {0}};
+    if (mine == M_STAGES) {
+        uint64_t nst = (uint64_t)s->npend;
+        crpm_sendq_post(&q, env->comm, s->o.partner, TAG_STAGE, &nst, sizeof nst);
+        for (int k = 0; k < s->npend; k++) {
+            uint64_t sh[2] = {s->pend[k].epoch, crpm_container_media(s->own)->size};
+            int lrc = stage_ranges(&s->pend[k].log, &ranges[k]);
+            rc = rc ? rc : lrc;
+            crpm_sendq_post(&q, env->comm, s->o.partner, TAG_STAGE, sh, sizeof sh);
+            crpm_sendq_ranges(&q, env->comm, s->o.partner, TAG_STAGE, crpm_container_media(s->own)->base,
+                              ranges[k].v, ranges[k].n);
+        }
+    } else if (mine == M_FULL) {
+        post_full(s, &q, env, a, n);
+    }
+    if (s->o.hook)
+        s->o.hook(s->o.hook_arg, CRPM_L2_HOOK_SENT);
+    for (int i = 0; i < s->o.nowners; i++) {
+        held *h = &s->held[i];
+        int lrc = CRPM_SUCCESS;
+        if (h->mode == M_STAGES) {
+            lrc = recv_stages(env, &s->o, h, &got);
+            h->committed = lrc == 0;
+        } else if (h->mode == M_FULL) {
+            lrc = recv_full(env, h, &s->o, &got);
+        }
+        if (lrc != 0 && h->mode == M_STAGES)
+            close_held(h); /* its state is the protocol's to sort out: sync next time */
+        rc = rc ? rc : lrc;
+    }
+    if (s->o.hook)
+        s->o.hook(s->o.hook_arg, CRPM_L2_HOOK_COMMITTED);
+    wrc = crpm_sendq_wait(&q, "level 2: sending the checkpoint");
+    sent += q.bytes;
+    crpm_wlog_free(&ranges[0]);
+    crpm_wlog_free(&ranges[1]);
+    st->bytes_sent += sent;
+    *committed = 1;
+    return rc ? rc : wrc;
+}
+
+/* Every copy of this checkpoint committed. */
+static int l2_committed(crpm_level *lv, int64_t id)
+{
+    (void)id;
+    l2_state *s = st_of(lv);
+    for (int k = 0; k < s->npend; k++)
+        crpm_wlog_free(&s->pend[k].log);
+    s->npend = 0;
+    s->unknown = s->o.full_copy;
+    for (int i = 0; i < s->o.nowners; i++)
+        s->held[i].committed = 0;
+    return CRPM_SUCCESS;
+}
+
+/* Another rank failed: copies this checkpoint committed go back one epoch;
+ * our own side keeps its pending epochs (the owner's undo follows). */
+static int l2_undo(crpm_level *lv)
+{
+    l2_state *s = st_of(lv);
+    int rc = CRPM_SUCCESS;
+    for (int i = 0; i < s->o.nowners; i++) {
+        held *h = &s->held[i];
+        if (h->committed && h->r && crpm_container_rollback(h->r) != 0) {
+            rc = rc ? rc : crpm_error(CRPM_ERR_IO, "%s", crpm_last_error());
+            close_held(h);
+        }
+        h->committed = 0;
+    }
+    s->unknown |= rc != 0;
+    return rc;
+}
+
+static int l2_remove(crpm_level *lv)
+{
+    l2_state *s = st_of(lv);
+    for (int i = 0; i < s->o.nowners; i++) {
+        held *h = &s->held[i];
+        char p[CRPM_PATH_MAX + 16];
+        close_held(h);
+        crpm_unlink_quiet(h->path);
+        snprintf(p, sizeof p, "%s.full", h->path);
+        crpm_unlink_quiet(p);
+        snprintf(p, sizeof p, "%s.sync", h->path);
+        crpm_unlink_quiet(p);
+        crpm_unlock_file(h->lock_fd, h->lock, 1);
+        h->lock_fd = -1;
+    }
+    return CRPM_SUCCESS;
+}
+
+static void l2_close(crpm_level *lv)
+{
+    l2_state *s = st_of(lv);
+    if (s->own)
+        crpm_container_media(s->own)->log = NULL;
+    for (int i = 0; i < s->o.nowners; i++) {
+        close_held(&s->held[i]);
+        if (s->held[i].lock_fd >= 0)
+            crpm_unlock_file(s->held[i].lock_fd, s->held[i].lock, 0);
+    }
+    crpm_wlog_free(&s->live);
+    for (int k = 0; k < s->npend; k++)
+        crpm_wlog_free(&s->pend[k].log);
+    free(s->held);
+    free(s->o.owners_copy);
+    free(s);
+}
+
+static const crpm_level_ops l2_ops = {
+    .name = "L2",
+    .write = l2_write,
+    .committed = l2_committed,
+    .undo = l2_undo,
+    .event = l2_event,
+    .remove = l2_remove,
+    .close = l2_close,
+};
+
+int crpm_level_l2(crpm_level *lv, const crpm_level_env *env, const crpm_l2_opts *o)
+{
+    l2_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    s->o = *o;
+    s->unknown = 1;
+    s->o.owners_copy = malloc(sizeof(int) * (size_t)(o->nowners + 1));
+    s->held = calloc((size_t)o->nowners + 1, sizeof *s->held);
+    if (!s->o.owners_copy || !s->held) {
+        free(s->o.owners_copy);
+        free(s->held);
+        free(s);
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    }
+    *lv = (crpm_level){&l2_ops, env, s};
+    int rc = CRPM_SUCCESS;
+    for (int i = 0; i < o->nowners; i++) {
+        held *h = &s->held[i];
+        s->o.owners_copy[i] = o->owners[i];
+        h->owner = o->owners[i];
+        h->lock_fd = -1;
+        if (rc == 0)
+            rc = crpm_name_partner(h->path, sizeof h->path, env->job_dir, h->owner);
+        snprintf(h->lock, sizeof h->lock, "%s.lock", h->path);
+        /* a second job, or a lingering rank of the last run, holds it */
+        if (rc == 0)
+            rc = crpm_lock_file(h->lock, o->lock_wait_s, &h->lock_fd);
+    }
+    s->o.owners = s->o.owners_copy;
+    if (rc != 0)
+        crpm_level_close(lv);
+    return rc;
+}
+
+/* ---- restart ---------------------------------------------------------------- */
+
+static const crpm_backend *backend_of(const l2_state *s)
+{
+    return s->o.backend ? s->o.backend : crpm_backend_for(s->o.persistence);
+}
+
+int crpm_level_l2_restore(crpm_level *lv, const int64_t *restore, const char *own_path, uint64_t *sent)
+{
+    l2_state *s = st_of(lv);
+    crpm_sync_src *src = calloc((size_t)s->o.nowners + 1, sizeof *src);
+    if (!src)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    int nsrc = 0, rc = CRPM_SUCCESS, rewritten = 0;
+    for (int i = 0; i < s->o.nowners; i++)
+        if (restore[s->held[i].owner]) {
+            if (!s->held[i].r) { /* the decision counted on this copy */
+                rc = crpm_error(CRPM_ERR_STATE, "level 2: copy %s of rank %d is not open", s->held[i].path,
+                                s->held[i].owner);
+                continue;
+            }
+            src[nsrc++] = (crpm_sync_src){s->held[i].owner, crpm_container_media(s->held[i].r)};
+        }
+    crpm_sync_dst dst = {s->o.partner, own_path, NULL, backend_of(s), 1};
+    int lrc = crpm_sync_files(lv->env->comm, src, nsrc, &dst, restore[lv->env->rank] != 0, sent, &rewritten);
+    free(src);
+    return rc ? rc : lrc;
+}
+
+int crpm_level_l2_sync(crpm_level *lv, uint64_t *sent)
+{
+    l2_state *s = st_of(lv);
+    if (!s->own)
+        return crpm_error(CRPM_ERR_STATE, "level 2: no container attached");
+    crpm_sync_dst *dst = calloc((size_t)s->o.nowners + 1, sizeof *dst);
+    int *rewritten = calloc((size_t)s->o.nowners + 1, sizeof *rewritten);
+    if (!dst || !rewritten) {
+        free(dst);
+        free(rewritten);
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < s->o.nowners; i++) {
+        held *h = &s->held[i];
+        dst[i] = (crpm_sync_dst){h->owner, h->path, h->r ? crpm_container_media(h->r) : NULL, backend_of(s), 0};
+    }
+    crpm_sync_src src = {s->o.partner, crpm_container_media(s->own)};
+    int rc = crpm_sync_files(lv->env->comm, &src, 1, dst, s->o.nowners, sent, rewritten);
+    for (int i = 0; i < s->o.nowners; i++)
+        if (rewritten[i])
+            close_held(&s->held[i]);
+    crpm_level_l2_open_copies(lv);
+    free(dst);
+    free(rewritten);
+    if (rc == 0) {
+        s->unknown = 0;
+        crpm_wlog_clear(&s->live);
+        for (int k = 0; k < s->npend; k++)
+            crpm_wlog_free(&s->pend[k].log);
+        s->npend = 0;
+    }
+    return rc;
+}
+
+int crpm_level_l2_exchange_facts(crpm_level *lv, int64_t mine[CRPM_L2F_N + 1])
+{
+    l2_state *s = st_of(lv);
+    crpm_sendq q = {0};
+    for (int i = 0; i < s->o.nowners; i++) {
+        int64_t f[CRPM_L2F_N + 1];
+        struct stat sb;
+        crpm_level_l2_copy_facts(lv, i, f);
+        f[CRPM_L2F_N] = stat(s->held[i].path, &sb) == 0; /* the file, usable or not */
+        crpm_sendq_post(&q, lv->env->comm, s->held[i].owner, TAG_INFO_H, f, sizeof f);
+    }
+    int rc = crpm_recv_bytes(lv->env->comm, s->o.partner, TAG_INFO_H, mine, sizeof(int64_t) * (CRPM_L2F_N + 1),
+                             "level 2: partner copy facts");
+    int wrc = crpm_sendq_wait(&q, "level 2: partner copy facts");
+    return rc ? rc : wrc;
+}
