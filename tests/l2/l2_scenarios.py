@@ -26,6 +26,10 @@ the heat example.  A "reference" is a failure-free run in a fresh directory.
                   checkpoint 5, then the owner's or the holder's node lost:
                   CRPM_STATUS_L2, the restart is from checkpoint 5 or 4 (4
                   exactly when the partner copy did not commit 5), same result
+  first_checkpoint a rank killed before its first checkpoint's data, then its
+                  node lost: no checkpoint was ever committed (the intact
+                  partner node holds no copy), so the job starts afresh
+                  (status 0) and ends with the reference result
   bytes_sent      bytes_sent of a level-2 checkpoint is about what the
                   checkpoint wrote (the changed blocks plus small metadata),
                   0 for level 1, at least the protected bytes with
@@ -88,9 +92,9 @@ def restarted(out):
     return crpmtest.number_after(out, r"^l2_app: restarted from iteration (\d+)")
 
 
-def reference(c, iters, extra=()):
+def reference(c, iters, extra=(), basic=None):
     d = c.dir("ref-%d" % iters)
-    cfg = L.write_config(os.path.join(d, "ref.ini"), d, "ref")
+    cfg = L.write_config(os.path.join(d, "ref.ini"), d, "ref", basic)
     out = c.ok(c.l2app(d, cfg, ARGS + ["--iters", str(iters)] + list(extra)), "reference run")
     crpmtest.clean_workdir(d)
     return result(out)
@@ -183,7 +187,7 @@ def scenario_pair_error(c):
 
 def scenario_pair_l4(c):
     l4 = ["--l4-every", "3"]
-    ref = reference(c, 40, l4)
+    ref = reference(c, 40, l4, {"glbl_dir": os.path.join(c.workdir, "ref-40", "global")})
     d, cfg, _ = first_run(c, "pl4", basic={"glbl_dir": os.path.join(c.workdir, "pl4", "global")}, extra=l4)
     L.wipe(d, [3, 0])
     # checkpoints every 2 iterations, every 3rd at level 4: the newest level 4 is iteration 18
@@ -223,6 +227,18 @@ def scenario_hooks(c):
         expect_resume(c, d, cfg, 30, STATUS["l2"], ref, what, allowed)
 
 
+def scenario_first_checkpoint(c):
+    # Rank 3 dies before writing anything of the job's first checkpoint, so
+    # no checkpoint was ever committed; then node 1 (ranks 2, 3) is lost.
+    # Node 2, intact, holds no partner copy of ranks 2 and 3: proof that no
+    # epoch ever committed everywhere, so nothing is lost by starting afresh.
+    ref = reference(c, 30)
+    d, cfg, r = first_run(c, "first", iters=30, env={"CRPM_TEST_KILL": "3:before_data:1"})
+    check(r.rc != 0 and "result" not in r.out, "the kill hook did not fire\n" + tail(r.out))
+    L.wipe(d, [1])
+    expect_resume(c, d, cfg, 30, STATUS["fresh"], ref, "relaunch after losing node 1 before any commit")
+
+
 def bytes_line(out):
     m = re.search(r"^l2_app: sent total (\d+); last checkpoint: sent max (\d+) min (\d+), written max (\d+), "
                   r"protected (\d+) per rank", out, re.M)
@@ -235,7 +251,7 @@ def scenario_bytes_sent(c):
     d = c.dir("bytes")
     for name, level, adv in (("l1", 1, None), ("l2", 2, None), ("full", 2, {"l2_full_copy": 1})):
         cfg = L.write_config(os.path.join(d, name + ".ini"), d, "b" + name, advanced=adv)
-        out = c.ok(c.l2app(d, cfg, ARGS + ["--iters", "20", "--level", str(level)]), "level %d run" % level)
+        out = c.ok(c.l2app(d, cfg, ARGS + ["--iters", "20", "--level", str(level)]), "%s run" % name)
         total, smax, smin, wmax, prot = bytes_line(out)
         what = "%s: sent %d..%d bytes at the last checkpoint (written %d, protected %d per rank; %d in all)" % (
             name, smin, smax, wmax, prot, total)
@@ -266,7 +282,7 @@ def scenario_one_node_config(c):
 
 
 SCENARIOS = [scenario_one_node, scenario_mirror, scenario_two_nonadjacent, scenario_pair_error, scenario_pair_l4,
-             scenario_heat_pair_l4, scenario_hooks, scenario_bytes_sent, scenario_one_node_config]
+             scenario_heat_pair_l4, scenario_hooks, scenario_first_checkpoint, scenario_bytes_sent, scenario_one_node_config]
 
 
 def main():
