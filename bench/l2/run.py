@@ -116,7 +116,8 @@ class L2Bench(A.Bench):
         lost and once more after losing node LOST_NODE (killed again each
         time after its recovery)."""
         job, ckdir = self.new_job(app, "rebuild")
-        cfg = self.config("l2", ckdir, job)
+        # keep_last_ckpt: a first run that ends before the kill still leaves a checkpoint
+        cfg = self.config("l2", ckdir, job, keep=1)
         cmd = self.command(app, params, "l2", cfg)
         rec_app = A.APPS[app]["recovered"]
         out = {}
