@@ -251,7 +251,7 @@ def main():
     ap.add_argument("--build-dir", default=os.environ.get("CRPM_BUILD_DIR", os.path.join(REPO, "build")))
     ap.add_argument("--apps", default="hpccg,comd,lulesh")
     ap.add_argument("--quick", action="store_true", help="small sizes, one repetition (smoke test)")
-    ap.add_argument("--reps", type=int)
+    ap.add_argument("--reps", type=int, help="repetitions of each variant (default 3, quick 1; 0: rebuild only)")
     ap.add_argument("--rebuild-reps", type=int, help="node-loss relaunches per app (default 2, quick 1)")
     ap.add_argument("--ckpt-every", type=int, default=5)
     ap.add_argument("--set", action="append", default=[], metavar="APP.KEY=VALUE")
@@ -264,7 +264,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=300.0)
     a = ap.parse_args()
     mode = "quick" if a.quick else "full"
-    reps = a.reps or (1 if a.quick else 3)
+    reps = a.reps if a.reps is not None else (1 if a.quick else 3)  # 0: the rebuild alone
     rreps = a.rebuild_reps if a.rebuild_reps is not None else (1 if a.quick else 2)
     a.build_dir, a.ckpt_root = os.path.abspath(a.build_dir), os.path.abspath(a.ckpt_root)
     params = {}
@@ -300,7 +300,7 @@ def main():
                           f"{sum(c['seconds'] for c in ck):.3f} s in them, levels {sorted({c['level'] for c in ck})}"
                           + (f", {mib(sum(s for s in sent if s)):.2f} MiB sent" if any(s is not None for s in sent)
                              else ", no bytes-sent figure"), flush=True)
-        for app in params:
+        for app in [x for x in params if runs[x]]:
             ref = next(r["result_lines"] for r in runs[app] if r["variant"] == "l1")
             for r in runs[app]:
                 if r["result_lines"] != ref:
