@@ -157,9 +157,14 @@ static void log_topology(void)
         printf("[crpm] %d ranks on %d node%s (%s)\n", ctx->nranks, ctx->topo.nnodes, ctx->topo.nnodes == 1 ? "" : "s",
                ctx->cfg.node_size ? "node_size from the configuration" : "MPI shared-memory nodes");
     fflush(stdout);
-    if (ctx->topo.local == 0)
-        printf("[crpm] node %d on %s: rank %d first of %d; partner copies on node %d\n", ctx->topo.node,
-               ctx->topo.host, ctx->rank, ctx->topo.nlocal, ctx->topo.nnodes > 1 ? (ctx->topo.node + 1) % ctx->topo.nnodes : -1);
+    if (ctx->topo.local == 0) {
+        if (ctx->topo.nnodes > 1)
+            printf("[crpm] node %d on %s: rank %d first of %d; partner copies on node %d\n", ctx->topo.node,
+                   ctx->topo.host, ctx->rank, ctx->topo.nlocal, (ctx->topo.node + 1) % ctx->topo.nnodes);
+        else
+            printf("[crpm] node %d on %s: rank %d first of %d; no partner node (level 2 needs two nodes)\n",
+                   ctx->topo.node, ctx->topo.host, ctx->rank, ctx->topo.nlocal);
+    }
     fflush(stdout);
 }
 

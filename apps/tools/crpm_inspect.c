@@ -1,25 +1,35 @@
 /* crpm-inspect: checks libcrpm checkpoint files and prints what they hold.
- * Containers (rank-<r>.crpm) go through the engine's inspector; level-4
- * HDF5 files (l4-<id>.h5, crpm-export output) through the level-4 verifier. */
+ * Containers (rank-<r>.crpm) and level-2 partner copies (partner-<r>.crpm,
+ * byte-identical mirrors of rank r's container) go through the engine's
+ * inspector; level-4 HDF5 files (l4-<id>.h5, crpm-export output) through the
+ * level-4 verifier.  A directory stands for the checkpoint files in it. */
 #include "container.h"
 #include "fsutil.h"
 #include "level4.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void usage(FILE *out)
 {
-    fputs("usage: crpm-inspect [-q] [--verify] FILE...\n"
+    fputs("usage: crpm-inspect [-q] [--verify] FILE|DIR...\n"
           "\n"
           "Checks libcrpm checkpoint files and prints their contents.\n"
           "  container (rank-<r>.crpm): superblock, geometry, committed epoch and\n"
           "    checkpoint id, protected regions with sizes, and the verdict of\n"
           "    every checksum (superblock, commit record, epoch metadata);\n"
+          "  partner copy (partner-<r>.crpm, level 2): the same, labelled as the\n"
+          "    copy of rank r's container that this node holds for it;\n"
           "  level-4 file (l4-<id>.h5 or crpm-export output): root attributes,\n"
           "    every rank group and dataset, and each dataset's crc32.\n"
+          "  directory (a job directory): lists its containers, partner copies\n"
+          "    and level-4 files, then inspects each.\n"
           "\n"
           "  --verify      containers: also check the CRC32C of every data chunk of\n"
           "                the committed epoch, naming each bad array and offset\n"
@@ -44,6 +54,169 @@ static int examine(const char *path, int *hdf5)
     close(fd);
     *hdf5 = n == (ssize_t)sizeof buf && memcmp(buf, sig, sizeof sig) == 0;
     return CRPM_SUCCESS;
+}
+
+/* A partner copy is a mirror of its owner's container, so the container
+ * report applies to it as is; this line says whose it is.  A copy whose
+ * superblock names another rank than its file name is not a usable copy. */
+static int label_partner(const char *path, int owner, FILE *out)
+{
+    crpm_open_opts o = {.path = path, .read_only = 1};
+    crpm_container *c;
+    if (crpm_format_open(&o, &c, NULL) != CRPM_SUCCESS) {
+        /* the container report that follows says why */
+        if (out)
+            fprintf(out, "kind:           partner copy of rank %d's container\n", owner);
+        return CRPM_SUCCESS;
+    }
+    char job[CRPM_JOB_MAX];
+    int32_t r, n;
+    crpm_container_identity(c, job, sizeof job, &r, &n);
+    unsigned long long epoch = (unsigned long long)crpm_container_epoch(c);
+    crpm_format_close(c);
+    if (out)
+        fprintf(out, "kind:           partner copy of rank %d's container (job %s, owner rank %d of %d, epoch %llu)\n",
+                owner, job, r, n, epoch);
+    if (r != owner)
+        return crpm_error(CRPM_ERR_IDENTITY, "%s: partner copy of rank %d, but its container is rank %d's", path,
+                          owner, r);
+    return CRPM_SUCCESS;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+static int inspect_one(const char *path, FILE *out, int verify)
+{
+    int hdf5 = 0, rc = examine(path, &hdf5);
+    if (rc != CRPM_SUCCESS) {
+        if (out)
+            fprintf(out, "file:           %s\nstatus:         INVALID: %s\n", path, crpm_last_error());
+    } else if (hdf5) {
+        rc = crpm_l4_verify_file(path, out);
+    } else {
+        int owner = crpm_parse_partner_name(base_name(path));
+        if (owner >= 0 && (rc = label_partner(path, owner, out)) != CRPM_SUCCESS) {
+            /* not a copy of that owner: its report would only mislead */
+            if (out)
+                fprintf(out, "container:      %s\nstatus:         INVALID: %s\n", path, crpm_last_error());
+        } else {
+            /* The engine's inspector always prints; silence it with -q. */
+            FILE *sink = out ? out : fopen("/dev/null", "w");
+            rc = crpm_inspect_file_verify(path, sink ? sink : stdout, verify);
+            if (sink && sink != out)
+                fclose(sink);
+        }
+    }
+    if (rc != CRPM_SUCCESS)
+        fprintf(stderr, "crpm-inspect: %s: FAILED: %s: %s\n", path, crpm_strerror(rc), crpm_last_error());
+    return rc;
+}
+
+/* Checkpoint files of a directory: containers by rank, partner copies by
+ * owner, level-4 files by id. */
+typedef struct entry {
+    int kind; /* 0 container, 1 partner copy, 2 level-4 file */
+    long long num;
+    char *name;
+} entry;
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const entry *x = a, *y = b;
+    if (x->kind != y->kind)
+        return x->kind - y->kind;
+    return (x->num > y->num) - (x->num < y->num);
+}
+
+static void print_numbers(FILE *out, const entry *v, int n, int kind)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i].kind == kind)
+            fprintf(out, "%s%lld", k++ ? ", " : "", v[i].num);
+}
+
+/* Returns the number of files that failed, or -1 if the directory cannot
+ * be listed or holds no checkpoint file. */
+static int inspect_dir(const char *dir, FILE *out, int verify, int *first)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "crpm-inspect: %s: FAILED: cannot list the directory: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    entry *v = NULL;
+    int n = 0, cap = 0, count[3] = {0, 0, 0}, bad = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int32_t l4;
+        entry x = {.name = NULL};
+        if ((x.num = crpm_parse_container_name(e->d_name)) >= 0)
+            x.kind = 0;
+        else if ((x.num = crpm_parse_partner_name(e->d_name)) >= 0)
+            x.kind = 1;
+        else if (crpm_parse_l4_name(e->d_name, &l4) == 0)
+            x.kind = 2, x.num = l4;
+        else
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            entry *nv = realloc(v, (size_t)cap * sizeof *nv);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        size_t len = strlen(dir) + strlen(e->d_name) + 2;
+        if (!(x.name = malloc(len)))
+            break;
+        snprintf(x.name, len, "%s/%s", dir, e->d_name);
+        v[n++] = x;
+        count[x.kind]++;
+    }
+    int listed = e == NULL;
+    closedir(d);
+    if (!listed) {
+        fprintf(stderr, "crpm-inspect: %s: FAILED: out of memory listing the directory\n", dir);
+        bad = -1;
+    } else if (n == 0) {
+        fprintf(stderr, "crpm-inspect: %s: FAILED: no checkpoint files (rank-*.crpm, partner-*.crpm, l4-*.h5)\n",
+                dir);
+        bad = -1;
+    } else {
+        qsort(v, (size_t)n, sizeof *v, cmp_entry);
+        if (out) {
+            if (!*first)
+                fputc('\n', out);
+            fprintf(out, "directory:      %s\n", dir);
+            fprintf(out, "containers:     %d", count[0]);
+            if (count[0]) {
+                fputs(" (ranks ", out);
+                print_numbers(out, v, n, 0);
+                fputc(')', out);
+            }
+            fprintf(out, "\npartner copies: %d", count[1]);
+            if (count[1]) {
+                fputs(" (of ranks ", out);
+                print_numbers(out, v, n, 1);
+                fputs(", whose containers are on other nodes)", out);
+            }
+            fprintf(out, "\nlevel-4 files:  %d\n", count[2]);
+        }
+        *first = 0;
+        for (int i = 0; i < n; i++) {
+            if (out)
+                fputc('\n', out);
+            bad += inspect_one(v[i].name, out, verify) != CRPM_SUCCESS;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        free(v[i].name);
+    free(v);
+    return bad;
 }
 
 int main(int argc, char **argv)
@@ -75,26 +248,16 @@ int main(int argc, char **argv)
             continue;
         const char *path = argv[i];
         FILE *out = quiet ? NULL : stdout;
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            int b = inspect_dir(path, out, verify, &first);
+            bad += b < 0 ? 1 : b;
+            continue;
+        }
         if (out && !first)
             fputc('\n', out);
         first = 0;
-        int hdf5 = 0, rc = examine(path, &hdf5);
-        if (rc != CRPM_SUCCESS) {
-            if (out)
-                fprintf(out, "file:           %s\nstatus:         INVALID: %s\n", path, crpm_last_error());
-        } else if (hdf5) {
-            rc = crpm_l4_verify_file(path, out);
-        } else {
-            /* The engine's inspector always prints; silence it with -q. */
-            FILE *sink = out ? out : fopen("/dev/null", "w");
-            rc = crpm_inspect_file_verify(path, sink ? sink : stdout, verify);
-            if (sink && sink != out)
-                fclose(sink);
-        }
-        if (rc != CRPM_SUCCESS) {
-            bad++;
-            fprintf(stderr, "crpm-inspect: %s: FAILED: %s: %s\n", path, crpm_strerror(rc), crpm_last_error());
-        }
+        bad += inspect_one(path, out, verify) != CRPM_SUCCESS;
     }
     return bad ? 1 : 0;
 }

@@ -68,7 +68,8 @@ static struct {
     long long ticks[5];     /* intervals of each level already served */
     int snap_id;            /* id of the last FTI_Snapshot checkpoint */
     long ckpts;             /* checkpoints taken in this run */
-    int notice_l23, notice_l4;
+    int nnodes;             /* nodes as libcrpm sees them: level 2 needs two */
+    int notice_l23, notice_l3, notice_l4;
     type_rec *types;        /* handles NPREDEF.. */
     int ntypes;
     var_rec *vars;
@@ -427,10 +428,12 @@ int FTI_getIDFromString(const char *name)
 }
 
 /* ---- checkpoint levels ---------------------------------------------------- */
-/* FTI level -> libcrpm level: the one place levels are mapped.  libcrpm has
- * no level 2 or 3 yet, so they are taken as level 1 (said once); map them to
- * CRPM_L2 / CRPM_L3 here when those exist.  FTI's differential levels 5-8
- * are 1-4: every libcrpm checkpoint is differential. */
+/* FTI level -> libcrpm level: the one place levels are mapped.  Level 2 is
+ * libcrpm's (a differential partner copy on the next node) when the job has
+ * two nodes or more, else level 1 (said once).  libcrpm has no level 3
+ * (erasure coding) yet: it is taken as level 2, or 1 on one node (said
+ * once).  FTI's differential levels 5-8 are 1-4: every libcrpm checkpoint is
+ * differential. */
 static int map_level(int level)
 {
     if (level >= FTI_L1_DCP && level <= FTI_L4_DCP)
@@ -440,10 +443,17 @@ static int map_level(int level)
         return CRPM_L1;
     case FTI_L2:
     case FTI_L3:
-        if (!F.notice_l23++)
-            fti_say(FTI_WARN, 0, "checkpoint levels 2 and 3 are taken as level 1 (libcrpm has no partner copies or "
-                "erasure coding yet); said once");
-        return CRPM_L1;
+        if (F.nnodes < 2) {
+            if (!F.notice_l23++)
+                fti_say(FTI_WARN, 0, "checkpoint levels 2 and 3 are taken as level 1: the job runs on one node "
+                    "(%d ranks, %s), so there is no other node for a partner copy; said once", F.nranks,
+                    F.cfg.node_size_set ? "node_size in the configuration" : "MPI shared-memory nodes");
+            return CRPM_L1;
+        }
+        if (level == FTI_L3 && !F.notice_l3++)
+            fti_say(FTI_WARN, 0, "checkpoint level 3 is taken as level 2 (a partner copy on the next node; libcrpm "
+                "has no erasure coding yet); said once");
+        return CRPM_L2;
     case FTI_L4:
         if (F.cfg.glbl_dir[0])
             return CRPM_L4;
@@ -675,6 +685,24 @@ static void release(void)
     F.own_world = own;
 }
 
+/* The number of nodes, found as libcrpm finds them (lib/mpi/topology.c):
+ * node_size consecutive ranks, or MPI's shared-memory nodes.  Collective. */
+static int count_nodes(int *nnodes)
+{
+    if (F.cfg.node_size_set) {
+        *nnodes = (F.nranks + F.cfg.node_size - 1) / F.cfg.node_size;
+        return 0;
+    }
+    MPI_Comm nc;
+    int lr = 0, first;
+    if (MPI_Comm_split_type(F.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &nc) != MPI_SUCCESS)
+        return -1;
+    MPI_Comm_rank(nc, &lr);
+    MPI_Comm_free(&nc);
+    first = lr == 0;
+    return MPI_Allreduce(&first, nnodes, 1, MPI_INT, MPI_SUM, F.comm) == MPI_SUCCESS ? 0 : -1;
+}
+
 /* Seconds per configured minute: 60, or CRPM_FTI_MINUTE (tests and demos
  * shorten FTI's minute-based intervals without another config file). */
 static int minute_seconds(double *out, char *err, size_t errlen)
@@ -736,6 +764,12 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm)
     if (bad) {
         if (F.rank == 0)
             fti_say(FTI_EROR, 1, "%s", err);
+        release();
+        return FTI_NSCS;
+    }
+    if (count_nodes(&F.nnodes) != 0) {
+        fti_say(FTI_EROR, 1, "FTI_Init: finding the nodes (MPI_Comm_split_type) failed");
+        free(crpm_text);
         release();
         return FTI_NSCS;
     }

@@ -128,6 +128,7 @@ static int handler(void *user, const char *section_raw, const char *name, const 
     case K_NODE_SIZE:
     case K_GROUP_SIZE:
         ok = parse_int(value, 1, 1 << 20, k == K_NODE_SIZE ? &s->node_size : &s->group_size) == 0;
+        s->node_size_set |= k == K_NODE_SIZE;
         want = "a count >= 1";
         break;
     case K_CKPT_DIR:
@@ -213,15 +214,29 @@ int fti_config_crpm_verbosity(int v)
 
 char *fti_config_crpm_text(const fti_settings *s)
 {
-    size_t n = 2 * FTI_CFG_PATH_MAX + 256;
+    /* ckpt_dir may double in length: every '%' is escaped */
+    size_t n = 3 * FTI_CFG_PATH_MAX + 256;
     char *t = malloc(n);
     if (!t)
         return NULL;
     int len = snprintf(t, n, "[basic]\njob_name = fti\nkeep_last_ckpt = %d\nverbosity = %d\nkeep_l4 = %d\n",
                        s->keep_last_ckpt, fti_config_crpm_verbosity(s->verbosity),
                        s->keep_l4_ckpt ? 1000000 : 1);
-    if (s->ckpt_dir[0])
-        len += snprintf(t + len, n - (size_t)len, "ckpt_dir = %s\n", s->ckpt_dir);
+    /* FTI groups node_size consecutive ranks into a node, as libcrpm's
+     * node_size does; without it libcrpm finds the nodes itself. */
+    if (s->node_size_set)
+        len += snprintf(t + len, n - (size_t)len, "node_size = %d\n", s->node_size);
+    if (s->ckpt_dir[0]) {
+        /* FTI takes ckpt_dir literally; libcrpm expands %n, %h and %% in it */
+        len += snprintf(t + len, n - (size_t)len, "ckpt_dir = ");
+        for (const char *c = s->ckpt_dir; *c; c++) {
+            if (*c == '%')
+                t[len++] = '%';
+            t[len++] = *c;
+        }
+        t[len++] = '\n';
+        t[len] = '\0';
+    }
     if (s->glbl_dir[0])
         snprintf(t + len, n - (size_t)len, "glbl_dir = %s\n", s->glbl_dir);
     return t;

@@ -13,7 +13,8 @@ typedef struct fti_settings {
     int ckpt_min[5];                  /* [1..4]: ckpt_l1..ckpt_l4 in minutes, 0 = off */
     int keep_last_ckpt, keep_l4_ckpt;
     int verbosity;                    /* FTI's scale: 1 debug .. 4 errors only */
-    int head, node_size, group_size;  /* no heads here; sizes kept for levels 2 and 3 */
+    int head, node_size, group_size;  /* no heads here; node_size (ranks per node) makes the nodes */
+    int node_size_set;                /* node_size was in the file (else MPI's shared-memory nodes) */
     char ignored[1024];               /* keys that have no meaning here: "a, [s] b, ..." */
     int restart_keys;                 /* [restart] keys were among them */
 } fti_settings;

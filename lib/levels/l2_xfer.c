@@ -284,16 +284,17 @@ static int all_zero(const char *p, uint64_t n)
 }
 
 /* Source side: the ranges to send given the destination's fingerprints. */
-static int diff_ranges(const crpm_media *m, const fp_hdr *h, const uint64_t *theirs, int full, crpm_wlog *out)
+static int diff_ranges(const crpm_media *m, const fp_hdr *h, const uint64_t *theirs, crpm_wlog *out)
 {
-    uint64_t n, *mine = fingerprints(m, &n);
-    if (!mine)
+    /* fingerprints only when there is something to compare with */
+    uint64_t n = (m->size + PIECE - 1) / PIECE, *mine = h->have ? fingerprints(m, &n) : NULL;
+    if (h->have && !mine)
         return crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
     for (uint64_t i = 0; i < n; i++) {
         uint64_t off = i * PIECE, len = piece_len(m->size, i);
         int same = h->have && i < h->npieces && piece_len(h->size, i) == len && theirs[i] == mine[i];
         /* a new destination is zero-filled: zero pieces need not travel */
-        if (!same && (full || h->have || !all_zero(m->base + off, len))) {
+        if (!same && (h->have || !all_zero(m->base + off, len))) {
             if (off == 0) {
                 crpm_wlog_note(out, 0, CRPM_WORD_OFF);
                 crpm_wlog_note(out, CRPM_WORD_OFF + CRPM_WORD_LEN, len - CRPM_WORD_OFF - CRPM_WORD_LEN);
@@ -390,7 +391,7 @@ int crpm_sync_files(MPI_Comm comm, const crpm_sync_src *src, int nsrc, const crp
         }
         crpm_wlog w = {0};
         if (lrc == 0)
-            lrc = diff_ranges(src[i].m, &h, theirs, 0, &w);
+            lrc = diff_ranges(src[i].m, &h, theirs, &w);
         crpm_wlog_normalize(&w);
         sync_hdr sh = {lrc, src[i].m->size, crpm_media_word(src[i].m)};
         crpm_sendq_post(&q, comm, src[i].peer, TAG_SYNC, &sh, sizeof sh);

@@ -98,6 +98,8 @@ void crpm_level_l2_attach(crpm_level *lv, crpm_container *own);
 int crpm_level_l2_open_copies(crpm_level *lv);
 enum { CRPM_L2F_OWNER, CRPM_L2F_OK, CRPM_L2F_EPOCH, CRPM_L2F_PREV, CRPM_L2F_RUN0, CRPM_L2F_RUN1, CRPM_L2F_N };
 void crpm_level_l2_copy_facts(crpm_level *lv, int i, int64_t out[CRPM_L2F_N]);
+/* Copy i (owners order) as it is open now; NULL: missing or unusable. */
+crpm_container *crpm_level_l2_copy(crpm_level *lv, int i);
 /* Collective over the pairs: the facts of this rank's own copy, from its
  * partner; mine[CRPM_L2F_N] = 1 when the copy's file exists at all. */
 int crpm_level_l2_exchange_facts(crpm_level *lv, int64_t mine[CRPM_L2F_N + 1]);

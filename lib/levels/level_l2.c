@@ -83,7 +83,6 @@ static void close_held(held *h)
 int crpm_level_l2_open_copies(crpm_level *lv)
 {
     l2_state *s = st_of(lv);
-    int rc = CRPM_SUCCESS;
     for (int i = 0; i < s->o.nowners; i++) {
         held *h = &s->held[i];
         if (h->r)
@@ -100,8 +99,8 @@ int crpm_level_l2_open_copies(crpm_level *lv)
             snprintf(h->why, sizeof h->why, "%s", crpm_last_error());
         }
     }
-    crpm_error_clear();
-    return rc;
+    crpm_error_clear(); /* a copy that does not open is a fact, not an error */
+    return CRPM_SUCCESS;
 }
 
 void crpm_level_l2_copy_facts(crpm_level *lv, int i, int64_t out[CRPM_L2F_N])
@@ -120,12 +119,6 @@ void crpm_level_l2_copy_facts(crpm_level *lv, int i, int64_t out[CRPM_L2F_N])
 }
 
 crpm_container *crpm_level_l2_copy(crpm_level *lv, int i) { return st_of(lv)->held[i].r; }
-
-int crpm_level_l2_rollback_copy(crpm_level *lv, int i)
-{
-    held *h = &st_of(lv)->held[i];
-    return h->r ? crpm_container_rollback(h->r) : CRPM_SUCCESS;
-}
 
 void crpm_level_l2_attach(crpm_level *lv, crpm_container *own)
 {

@@ -204,12 +204,18 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
                           "rank %d's differ): a container was replaced by one of another run; refusing to mix them",
                           job_dir, job_name, first, other);
     }
-    case CRPM_L1S_MISSING:
+    case CRPM_L1S_MISSING: {
+        int l2 = 0;
+        for (int r = 0; r < f->nranks; r++)
+            l2 |= row(f, r)[CRPM_F_REP_FILE] != 0;
         fmt_ranks(ranks, sizeof ranks, f, CRPM_F_EXISTS, 0);
         return crpm_error(CRPM_ERR_MISSING,
-                          "crpm_init: job '%s' has checkpoints in %s but the container of rank(s) %s is missing; "
+                          "crpm_init: job '%s' has checkpoints in %s but the container of rank(s) %s is missing%s; "
                           "refusing to start fresh over them (remove the directory to start anew)",
-                          job_name, job_dir, ranks);
+                          job_name, job_dir, ranks,
+                          l2 ? " and so is its level-2 partner copy (a node and its partner node were lost; no "
+                               "level-4 checkpoint to fall back to)" : "");
+    }
     case CRPM_L1S_OPEN: {
         if (mine[CRPM_F_RC] < 0)
             return crpm_error((int)mine[CRPM_F_RC], "crpm_init: cannot open %s/rank-%d.crpm: %s", job_dir, me,

@@ -20,7 +20,7 @@ static int fails_with(const char *text, const char *msg)
 /* The shipped examples must parse. */
 static void check_examples(const char *dir)
 {
-    const char *names[] = {"crpm.ini", "pmem.ini", "level4.ini"};
+    const char *names[] = {"crpm.ini", "pmem.ini", "level4.ini", "level2.ini"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[1024], *text = NULL;
         size_t len;
@@ -103,6 +103,41 @@ int main(int argc, char **argv)
                      "line 3: ckpt_interval_l4 needs glbl_dir"));
     CHECK(fails_with("[basic]\nckpt_dir = /d\nglbl_dir = /g\nckpt_interval_l4 = auto\n",
                      "line 4: ckpt_interval_l4 = auto needs mtbf_l4_s or mtbf_s"));
+
+    /* level 2: nodes and partner copies */
+    CHECK(parse("[basic]\nckpt_dir=/d\n", &c) == 0 && c.node_size == 0 && c.ckpt_interval_l2 == 0 && !c.l2_full_copy);
+    CHECK(parse("[basic]\nckpt_dir=/d/node%n\nnode_size = 2\nckpt_interval_l2 = 3\n[advanced]\nl2_full_copy = 1\n",
+                &c) == 0);
+    CHECK(c.node_size == 2 && c.ckpt_interval_l2 == 3 && c.l2_full_copy == 1 && strcmp(c.ckpt_dir, "/d/node%n") == 0);
+    CHECK(parse("[basic]\nckpt_dir=/d\nnode_size = 0\nckpt_interval_l2 = 0\n[advanced]\nl2_full_copy = 0\n", &c) == 0);
+    CHECK(c.node_size == 0 && c.ckpt_interval_l2 == 0 && c.l2_full_copy == 0);
+    const char *bad_l2[][3] = {
+        {"node_size", "-1", "line 3: bad value '-1' for node_size: expected ranks per node"},
+        {"node_size", "2x", "line 3: bad value '2x' for node_size"},
+        {"node_size", "", "line 3: bad value '' for node_size"},
+        {"node_size", "auto", "line 3: bad value 'auto' for node_size"},
+        {"node_size", "1.5", "line 3: bad value '1.5' for node_size"},
+        {"node_size", "99999999999", "line 3: bad value '99999999999' for node_size"},
+        {"ckpt_interval_l2", "-2", "line 3: bad value '-2' for ckpt_interval_l2: expected a count >= 0"},
+        {"ckpt_interval_l2", "auto", "line 3: bad value 'auto' for ckpt_interval_l2"},
+        {"ckpt_interval_l2", "3 4", "line 3: bad value '3 4' for ckpt_interval_l2"},
+    };
+    for (size_t i = 0; i < sizeof bad_l2 / sizeof bad_l2[0]; i++) {
+        char t[256];
+        snprintf(t, sizeof t, "[basic]\nckpt_dir = /d\n%s = %s\n", bad_l2[i][0], bad_l2[i][1]);
+        CHECK(fails_with(t, bad_l2[i][2]), "%s = '%s'", bad_l2[i][0], bad_l2[i][1]);
+    }
+    for (size_t i = 0; i < sizeof not_bool / sizeof not_bool[0]; i++) {
+        char t[128];
+        snprintf(t, sizeof t, "[basic]\nckpt_dir = /d\n[advanced]\nl2_full_copy = %s\n", not_bool[i]);
+        CHECK(fails_with(t, "for l2_full_copy: expected 0 or 1"), "l2_full_copy = '%s'", not_bool[i]);
+    }
+    /* each key in its own section only */
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nl2_full_copy = 1\n", "line 3: unknown key 'l2_full_copy' in [basic]"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\n[advanced]\nnode_size = 2\n",
+                     "line 4: unknown key 'node_size' in [advanced]"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nnode_size = 2\nnode_size = 4\n",
+                     "line 4: duplicate key 'node_size' (first set on line 3)"));
 
     CHECK(fails_with("[basic]\nckpt_dir = /d\nckpt_intervall = 3\n", "t.ini, line 3: unknown key 'ckpt_intervall'"));
     CHECK(fails_with("[basic]\nckpt_dir = /d\nckpt_interval = -1\n", "line 3: bad value '-1' for ckpt_interval"));

@@ -78,6 +78,47 @@ BAD = {
 }
 
 
+def levels(a):
+    """FTI levels 2 and 3 on one node and on several: level 1 or libcrpm's
+    level 2, each substitution said once; FTI's node_size makes the nodes;
+    a '%' in ckpt_dir is taken literally, as FTI does."""
+    one_node = GOOD.replace("node_size = 2", "node_size = 4")
+    no_size = GOOD.replace("node_size = 2\n", "")
+    cases = [  # name, config, ranks, FTI level, libcrpm level, notice, topology line
+        ("one node (node_size = 4)", one_node, 4, 2, 1,
+         "levels 2 and 3 are taken as level 1: the job runs on one node (4 ranks, node_size in the configuration)",
+         "4 ranks on 1 node (node_size from the configuration)"),
+        ("one node (MPI shared-memory nodes)", no_size, 3, 3, 1,
+         "levels 2 and 3 are taken as level 1: the job runs on one node (3 ranks, MPI shared-memory nodes)",
+         "3 ranks on 1 node (MPI shared-memory nodes)"),
+        ("level 2 on 2 nodes", GOOD, 4, 2, 2, None, "4 ranks on 2 nodes (node_size from the configuration)"),
+        ("level 3 on 2 nodes", GOOD, 4, 3, 2, "level 3 is taken as level 2", "4 ranks on 2 nodes"),
+        ("level 6 (differential 2) on 3 nodes", GOOD, 5, 6, 2, None, "5 ranks on 3 nodes"),
+    ]
+    for i, (name, text, np, level, want, notice, topo) in enumerate(cases):
+        d = os.path.join(a.workdir, "levels%d" % i)
+        os.makedirs(d)
+        path = os.path.join(d, "l.fti")
+        with open(path, "w") as f:
+            f.write(text)
+        rc, out = run(np, [a.init_only, path, str(level)], d)
+        ok = rc == 0 and "[crpm] checkpoint 1 (L%d)" % want in out and "[crpm] %s" % topo in out
+        if notice:
+            ok = ok and out.count(notice) == 1
+        else:
+            ok = ok and "is taken as level" not in out
+        expect("FTI level %d, %s: libcrpm level %d" % (level, name, want), ok, out)
+
+    d = os.path.join(a.workdir, "percent")
+    os.makedirs(d)
+    path = os.path.join(d, "p.fti")
+    with open(path, "w") as f:
+        f.write(GOOD.replace("ckpt_dir = ./Local", "ckpt_dir = ./Lo%nal%").replace("verbosity = 2", "verbosity = 1"))
+    rc, out = run(2, [a.init_only, path], d)
+    expect("a '%' in ckpt_dir is taken literally", rc == 0 and os.path.isdir(os.path.join(d, "Lo%nal%"))
+           and not any(n.startswith("Lo") and n != "Lo%nal%" for n in os.listdir(d)), out)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--semantics", required=True)
@@ -97,8 +138,13 @@ def main():
     before = (open(cfg, "rb").read(), os.stat(cfg).st_mtime_ns)
     rc, out = run(4, [a.semantics, cfg], d)
     expect("semantics program", rc == 0 and "passed: 0 failed checks" in out, out)
-    expect("levels 2 and 3 noticed once per FTI_Init",
-           out.count("levels 2 and 3 are taken as level 1") == 2, out)
+    # semantics.fti: node_size = 2, so 4 ranks are 2 nodes and FTI levels 2, 3 and 6 are libcrpm's level 2
+    expect("level 3 noticed once as level 2", out.count("level 3 is taken as level 2") == 1 and
+           "taken as level 1" not in out, out)
+    expect("FTI levels 2, 3 and 6 checkpoint at level 2, 1 at level 1",
+           all("[crpm] checkpoint %d (L%d)" % (i, l) in out for i, l in ((1, 2), (2, 2), (3, 2), (5, 1))), out)
+    expect("node_size = 2 makes 2 nodes of 4 ranks",
+           "[crpm] 4 ranks on 2 nodes (node_size from the configuration)" in out, out)
     expect("head = 1 runs without heads and says so", out.count("head = 1: libcrpm runs without head") == 2, out)
     for fn in ("FTI_BitFlip", "FTI_InitICP", "FTI_AddVarICP", "FTI_FinalizeICP", "FTI_GetStageDir",
                "FTI_GetStageStatus", "FTI_SendFile", "FTI_GetDatasetSpan"):
@@ -127,6 +173,8 @@ def main():
 
     rc, out = run(2, [a.init_only, os.path.join(a.config_dir, "semantics.fti")], d, {"CRPM_FTI_MINUTE": "soon"})
     expect("bad CRPM_FTI_MINUTE", rc not in (0, None) and "CRPM_FTI_MINUTE='soon'" in out, out)
+
+    levels(a)
 
     # keys that do not apply: one warning, the job runs
     d = os.path.join(a.workdir, "ignored")

@@ -1,9 +1,11 @@
 /* FTI_Init on the given configuration, one protected variable, one
- * checkpoint, FTI_Finalize; prints what FTI_Init returned.
- * Usage: init_only CONFIG */
+ * checkpoint at LEVEL (default 1), FTI_Finalize; prints what FTI_Init
+ * returned.
+ * Usage: init_only CONFIG [LEVEL] */
 #include <fti.h>
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 int main(int argc, char **argv)
 {
@@ -17,7 +19,7 @@ int main(int argc, char **argv)
         FTI_Protect(0, &x, 1, FTI_INTG);
         if (FTI_Status() != 0)
             FTI_Recover();
-        rc = FTI_Checkpoint(1, 1) == FTI_DONE ? FTI_Finalize() : FTI_NSCS;
+        rc = FTI_Checkpoint(1, argc > 2 ? atoi(argv[2]) : 1) == FTI_DONE ? FTI_Finalize() : FTI_NSCS;
     }
     MPI_Finalize();
     return rc == FTI_SCES ? 0 : 1;

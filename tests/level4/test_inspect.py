@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """crpm-inspect describes a valid container and reports a flipped bit in
 each checksummed part of one (superblock, commit record, committed epoch's
-metadata header and body) with a non-zero exit; usage errors exit 2."""
+metadata header and body) with a non-zero exit; usage errors exit 2.  Level-2
+partner copies (partner-<r>.crpm, byte-identical mirrors of rank r's
+container) are labelled as such, alone and in a directory listing, and a
+copy whose container is another rank's fails."""
 import os
 import re
 import shutil
@@ -49,10 +52,64 @@ def body(a, work):
         p = run([a.inspect, good, bad], expect=1)
         check(p.stdout.count("container:") == 2 and "status:         OK" in p.stdout, "two-file report")
 
+    partner_copies(a, work, good)
+
     check("usage: crpm-inspect" in run([a.inspect, "--help"]).stdout, "--help")
     run([a.inspect], expect=2)
     run([a.inspect, "--bogus", good], expect=2)
     run([a.inspect, os.path.join(work, "missing.crpm")], expect=1)
+
+
+def partner_copies(a, work, good):
+    """A simulated node directory holding rank 1's container and the partner
+    copy of rank 0's (a copy of rank-0.crpm, as level 2 keeps it)."""
+    job = os.path.dirname(good)
+    node = os.path.join(work, "node1", "insp")
+    os.makedirs(node)
+    shutil.copy(good, os.path.join(node, "rank-1.crpm"))
+    pc = os.path.join(node, "partner-0.crpm")
+    shutil.copy(os.path.join(job, "rank-0.crpm"), pc)
+
+    out = run([a.inspect, pc]).stdout
+    label = r"kind:\s+partner copy of rank 0's container \(job insp, owner rank 0 of 2, epoch 3\)\n"
+    check(re.search(label + r"container:\s+" + re.escape(pc), out), "partner copy label:\n" + out)
+    for pat in (r"rank:\s+0 of 2", r"committed:\s+epoch 3, checkpoint id 30", r"status:\s+OK"):
+        check(re.search(pat, out), "partner copy report lacks /%s/:\n%s" % (pat, out))
+    # an owner's own container is not labelled as a copy
+    check("partner copy" not in run([a.inspect, good]).stdout, "rank-1.crpm labelled as a partner copy")
+
+    out = run([a.inspect, node]).stdout
+    for pat in (r"directory:\s+" + re.escape(node) + r"\n", r"containers:\s+1 \(ranks 1\)\n",
+                r"partner copies:\s+1 \(of ranks 0, whose containers are on other nodes\)\n",
+                r"level-4 files:\s+0\n", label):
+        check(re.search(pat, out), "directory listing lacks /%s/:\n%s" % (pat, out))
+    check(out.count("status:         OK") == 2 and out.count("container:") == 2, "directory report:\n" + out)
+    check(out.index("rank-1.crpm") < out.index("partner-0.crpm"), "containers come before partner copies")
+    check(run([a.inspect, "-q", node]).stdout == "", "-q prints nothing for a valid directory")
+
+    out = run([a.inspect, job]).stdout
+    check(re.search(r"containers:\s+2 \(ranks 0, 1\)\n", out) and re.search(r"partner copies:\s+0\n", out),
+          "job directory listing:\n" + out)
+
+    # a copy under another owner's name is no copy of that owner
+    wrong = os.path.join(node, "partner-3.crpm")
+    shutil.copy(good, wrong)
+    p = run([a.inspect, wrong], expect=1)
+    check("partner copy of rank 3, but its container is rank 1's" in p.stderr and
+          "status:         OK" not in p.stdout, "wrong owner accepted:\n%s%s" % (p.stdout, p.stderr))
+    p = run([a.inspect, node], expect=1)
+    check(p.stdout.count("status:         OK") == 2 and "partner-3.crpm: FAILED" in p.stderr,
+          "directory with a wrong copy:\n%s%s" % (p.stdout, p.stderr))
+    os.unlink(wrong)
+    # a damaged partner copy fails like a damaged container
+    flip_bit(pc, 17)
+    p = run([a.inspect, pc], expect=1)
+    check(re.search(r"FAILED: .*superblock checksum", p.stderr), "damaged partner copy:\n" + p.stderr)
+    check("kind:           partner copy of rank 0's container\n" in p.stdout, "damaged copy still labelled")
+    empty = os.path.join(work, "empty")
+    os.makedirs(empty)
+    p = run([a.inspect, empty], expect=1)
+    check("no checkpoint files" in p.stderr, "empty directory:\n" + p.stderr)
 
 
 if __name__ == "__main__":

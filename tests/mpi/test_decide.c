@@ -86,6 +86,56 @@ static const tcase cases[] = {
      CRPM_L1S_USABLE, 4, 1, 0, 0},
 };
 
+/* Level 2: a container lost or damaged comes from its partner copy when
+ * that copy opened and belongs to the same run. */
+#define L2ROW(ex, rc, e, p, run, rfile, rok, re, rp, rrun) \
+    {{(ex), (rc), 0, (e), (p), -1, -1, -1, (run), 0, (rfile), (rok), (re), (rp), (rrun), 0}}
+typedef struct l2case {
+    const char *name;
+    rowf r[3];
+    int restored;         /* rank expected to be restored, -1 none */
+    int kind;             /* verdict after patching */
+    int64_t epoch;
+    const char *text;     /* error text must contain it (NULL: not checked) */
+} l2case;
+
+static void l2_cases(void)
+{
+    const l2case cs[] = {
+        {"lost container, copy at the same epoch", {L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7), L2ROW(0, 0, 0, 0, 0, 1, 1, 5, 1, 7),
+          L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7)}, 1, CRPM_V_L1, 5, NULL},
+        {"lost container, copy one epoch behind", {L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7), L2ROW(0, 0, 0, 0, 0, 1, 1, 4, 0, 7),
+          L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7)}, 1, CRPM_V_L1, 4, NULL},
+        {"corrupt container, copy serves", {L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7),
+          L2ROW(1, CRPM_ERR_CORRUPT, 0, 0, 0, 1, 1, 5, 1, 7), L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7)}, 1, CRPM_V_L1, 5, NULL},
+        {"copy of another run is not used", {L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7), L2ROW(0, 0, 0, 0, 0, 1, 1, 5, 1, 8),
+          L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7)}, -1, CRPM_V_ERROR, 0, "missing"},
+        {"mismatched container is not replaced", {L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7),
+          L2ROW(1, CRPM_ERR_GEOMETRY, 0, 0, 0, 1, 1, 5, 1, 7), L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7)}, -1, CRPM_V_ERROR, 0,
+         NULL},
+        {"container and copy lost together", {L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7), L2ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+          L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7)}, -1, CRPM_V_ERROR, 0, "partner copy"},
+        {"empty copy restores nothing", {L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7), L2ROW(0, 0, 0, 0, 0, 1, 1, 0, 0, 7),
+          L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7)}, -1, CRPM_V_ERROR, 0, "missing"},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        int64_t rows[3 * CRPM_F_N], restore[3];
+        for (int r = 0; r < 3; r++)
+            memcpy(rows + r * CRPM_F_N, cs[i].r[r].f, sizeof cs[i].r[r].f);
+        int n = crpm_decide_l2_patch(rows, 3, restore);
+        crpm_restart_facts f = {.nranks = 3, .rank = rows, .l4_known = 1};
+        crpm_verdict v = crpm_decide_restart(&f);
+        int bad = n != (cs[i].restored >= 0) || (cs[i].restored >= 0 && !restore[cs[i].restored]) || v.kind != cs[i].kind ||
+                  (v.kind == CRPM_V_L1 && v.epoch != cs[i].epoch);
+        if (v.kind == CRPM_V_ERROR) {
+            crpm_verdict_error(&f, &v, 0, "", "/ckpt/job", "job");
+            bad |= cs[i].text && !strstr(crpm_last_error(), cs[i].text);
+        }
+        CHECK(!bad, "l2 %s: restored %d, kind %d (want %d), epoch %lld: %s", cs[i].name, n, v.kind, cs[i].kind,
+              (long long)v.epoch, v.kind == CRPM_V_ERROR ? crpm_last_error() : "");
+    }
+}
+
 int main(void)
 {
     int n = (int)(sizeof cases / sizeof cases[0]);
@@ -119,5 +169,6 @@ int main(void)
     CHECK(crpm_verdict_error(&f, &v, 0, "slot checksum", "/d", "j") == CRPM_ERR_CORRUPT &&
               strstr(crpm_last_error(), "slot checksum"),
           "own open error: %s", crpm_last_error());
+    l2_cases();
     return check_summary("decide");
 }
