@@ -56,6 +56,7 @@ void usage(FILE *out)
         "  -s, --seed S        random seed of velocities and displacements (default 1234)\n"
         "  --crpm FILE         enable libcrpm checkpointing with this config\n"
         "  --ckpt-every N      checkpoint every N steps (default 10; 0 = never)\n"
+        "  --ckpt-level L      1 (node-local, default), 2 (plus partner copy) or 4 (global HDF5)\n"
         "  -h, --help          this text\n");
 }
 
@@ -115,7 +116,7 @@ int parseArgs(int argc, char **argv, Options *o)
             seed = std::strtoull(v, &end, 10);
             ok = !errno && end != v && !*end;
             o->md.seed = seed;
-        } else if (crpm_app::Arg c = crpm_app::parseArg(k, v, o->ckpt); c != crpm_app::Arg::NotMine)
+        } else if (crpm_app::Arg c = crpm_app::parseArg(k, v, o->ckpt, true); c != crpm_app::Arg::NotMine)
             ok = c == crpm_app::Arg::Ok;
         else {
             if (g_rank == 0)

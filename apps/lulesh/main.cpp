@@ -39,7 +39,7 @@ void usage(const char *prog) {
                  "  -p                 print progress every cycle\n"
                  "  -q                 quiet: print nothing but errors\n",
                  prog);
-    crpm_app::usage(stderr, "cycles");
+    crpm_app::usage(stderr, "cycles", true);
     std::fprintf(stderr,
                  "  --cycle-delay-ms X sleep X ms per cycle (stretches runs for crash tests)\n"
                  "The number of MPI ranks must be a perfect cube.\n");
@@ -60,7 +60,7 @@ int parseArgs(int argc, char **argv, Options &o, crpm_app::Options &ck, bool tal
         const std::string a = argv[i];
         const bool hasVal = i + 1 < argc;
         bool ok = true;
-        const crpm_app::Arg c = crpm_app::parseArg(a, hasVal ? argv[i + 1] : nullptr, ck);
+        const crpm_app::Arg c = crpm_app::parseArg(a, hasVal ? argv[i + 1] : nullptr, ck, true);
         if (c != crpm_app::Arg::NotMine) {
             ok = c == crpm_app::Arg::Ok;
             ++i;

@@ -1,0 +1,233 @@
+#!/usr/bin/python3
+"""Level 2 under node losses: kill the whole job, wipe a node, relaunch.
+
+  l2_crash.py --trials T --seed S --result REGEX [--progress REGEX]
+              [--crpm-args "ARGS with {cfg}"] [--basic K=V ...] [--advanced K=V ...]
+              --workdir W -- PROGRAM ARGS...
+
+8 ranks run as 4 simulated nodes (node_size = 2, ckpt_dir = <trial>/node%n,
+see l2common.py).  First a run without checkpointing and a failure-free run
+with level-2 checkpoints (PROGRAM ARGS plus --crpm-args, {cfg} replaced by the
+configuration file) give the reference.  Then each trial, with a fresh
+checkpoint directory, picks one node to lose and:
+
+  launch 0   is SIGKILLed as a whole after a random delay, or, in three of
+             every four trials, one rank SIGKILLs itself through
+             CRPM_TEST_KILL at l2_sent (owner, data in flight to the partner),
+             l2_applied (holder, partner copy written but not committed) or
+             l2_committed (holder, committed, before the job's agreement) of a
+             random checkpoint; the lost node is then that rank's, its
+             partner's or the one before;
+  before launch 1 the node's directory is removed (rm -rf), before each later
+             launch again with probability 1/2 (always the same node: losing
+             a neighbour while a rebuild is unfinished is a double failure);
+  launches 1..max-kills are SIGKILLed after random delays (inside
+             checkpoints, inside the rebuild at init, anywhere), the last
+             one runs to the end.
+
+A trial passes when the last launch exits 0 and
+  * its lines matching --result equal the references' (bitwise results);
+  * every --progress line of every launch is one the reference printed;
+  * no checkpoint is lost: once rank 0 reported checkpoint N as committed
+    ("[crpm] checkpoint N (L2)"), every later launch that got past init
+    recovered ("[crpm] recovered checkpoint M") with M >= N (ids grow with
+    the run in every program driven here), never started afresh (unless
+    the launch before had printed the whole result: a kill inside
+    crpm_finalize may leave nothing to recover).
+The reference run must report level-2 checkpoints.  Random choices come
+from --seed (printed); "N passed, M failed" is the last line.
+"""
+import argparse
+import os
+import random
+import re
+import shlex
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import l2common as L  # noqa: E402
+from l2common import crpmtest  # noqa: E402
+from crpmtest import Failure, check, complete_lines, tail  # noqa: E402
+
+HOOKS = ("l2_sent", "l2_applied", "l2_committed", None)
+
+
+def parse():
+    argv = sys.argv[1:]
+    if "--" not in argv:
+        sys.exit("l2_crash.py: missing '-- PROGRAM ARGS...'")
+    cut = argv.index("--")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trials", type=int, required=True)
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--max-kills", type=int, default=2, help="timer kills after the first launch")
+    ap.add_argument("--kill-after", default="30:100", metavar="A:B",
+                    help="timer kills at A..B %% of the failure-free run's time")
+    ap.add_argument("--hook-max", type=int, default=8, help="CRPM_TEST_KILL at checkpoint 2..N")
+    ap.add_argument("--result", required=True)
+    ap.add_argument("--progress")
+    ap.add_argument("--crpm-args", default="--crpm {cfg}")
+    ap.add_argument("--basic", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--advanced", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--timeout", type=float, default=60, help="seconds per launch")
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    a = ap.parse_args(argv[:cut])
+    a.prog = argv[cut + 1:]
+    if not a.prog:
+        ap.error("no PROGRAM after '--'")
+    a.result_re = re.compile(a.result)
+    a.progress_re = re.compile(a.progress) if a.progress else None
+    a.kill_pct = tuple(float(x) for x in a.kill_after.split(":"))
+    a.basic = dict(kv.split("=", 1) for kv in a.basic)
+    a.advanced = dict(kv.split("=", 1) for kv in a.advanced)
+    return a
+
+
+class Ctx:
+    def __init__(self, a):
+        self.a = a
+        self.workdir = crpmtest.make_workdir(a.workdir)
+
+    def cmd(self, cfg):
+        extra = [x.replace("{cfg}", cfg) for x in shlex.split(self.a.crpm_args)] if cfg else []
+        return crpmtest.mpiexec(L.NP) + self.a.prog + extra
+
+    def config(self, d, job):
+        return L.write_config(os.path.join(d, "crpm.ini"), d, job, self.a.basic, self.a.advanced)
+
+    def results(self, text):
+        return [x for x in complete_lines(text) if self.a.result_re.search(x)]
+
+
+def reference(c):
+    d = crpmtest.make_workdir(os.path.join(c.workdir, "reference"))
+    plain = crpmtest.run_job(c.cmd(None), env=L.launch_env(d), timeout=c.a.timeout)
+    check(plain.rc == 0, "run without checkpoints: exit %s\n%s" % (plain.rc, tail(plain.out)))
+    cfg = c.config(d, "ref")
+    ref = crpmtest.run_job(c.cmd(cfg), env=L.launch_env(d), timeout=c.a.timeout)
+    check(ref.rc == 0, "failure-free run: exit %s\n%s" % (ref.rc, tail(ref.out)))
+    res = c.results(ref.out)
+    check(res and res == c.results(plain.out),
+          "results with level-2 checkpoints differ from the run without:\n%s\n  without:\n%s" % (
+              "\n".join(res), "\n".join(c.results(plain.out))))
+    lv = L.levels(ref.out)
+    check(2 in lv, "the failure-free run reported no level-2 checkpoint (levels %s)\n%s" % (
+        sorted(set(lv)), tail(ref.out)))
+    check(L.recovered_id(ref.out) is None, "the failure-free run recovered something")
+    crpmtest.clean_workdir(d)
+    return res, set(complete_lines(ref.out)), ref.elapsed, len(lv)
+
+
+def run_trial(c, t, ref_res, ref_lines, ref_time, n_ckpt):
+    a = c.a
+    rng = random.Random(a.seed * 1000003 + t)
+    d = crpmtest.make_workdir(os.path.join(c.workdir, "trial-%02d" % t))
+    cfg = c.config(d, "l2crash")
+    point = HOOKS[t % len(HOOKS)]
+    hook = None
+    if point:
+        r = rng.randrange(L.NP)
+        hook = "%d:%s:%d" % (r, point, rng.randint(2, max(2, min(a.hook_max, n_ckpt - 1))))
+        lost = (L.node_of(r) + rng.choice((-1, 0, 1))) % L.NNODES
+    else:
+        lost = rng.randrange(L.NNODES)
+    lo, hi = (x * ref_time / 100 for x in a.kill_pct)
+    wiped = []
+
+    def env_for(i):  # called just before launch i, after launch i-1 died: the node loss happens here
+        if i == 1 or (i > 1 and rng.random() < 0.5):
+            L.wipe(d, [lost])
+            wiped.append(i)
+        return L.launch_env(d, {"CRPM_TEST_KILL": hook} if hook and i == 0 else None)
+
+    def delay_for(i):
+        if i == 0:
+            return None if hook else rng.uniform(lo, hi)
+        return rng.uniform(lo, hi) if i <= a.max_kills else None
+
+    status, launches = crpmtest.relaunch_until_done(
+        c.cmd(cfg), env_for, delay_for, a.timeout, a.max_kills + 2,
+        log_for=lambda i: os.path.join(d, "launch-%d.out" % i), tolerate=lambda i, rc: hook is not None and i == 0)
+    events = ["node %d lost before launch%s %s" % (lost, "es" if len(wiped) > 1 else "", ",".join(map(str, wiped)))]
+    if hook:
+        events.insert(0, "hook %s: launch 0 exit %s" % (hook, launches[0]["rc"]))
+    texts = [x["text"] for x in launches]
+    for i, x in enumerate(launches):
+        if x["killed_after"] is not None:
+            events.append("launch %d killed at %.2f s" % (i, x["killed_after"]))
+    why = None
+    if hook and launches[0]["rc"] not in (0, None) and not re.search(r"signal 9\b|Killed", texts[0]):
+        why = "launch 0 failed, but not through the kill hook %s\n%s" % (hook, tail(texts[0], 25))
+    elif status != "done":
+        last = launches[-1]
+        why = "%s (launch %d, exit %s)\n%s" % (status, len(launches) - 1, last["rc"], tail(last["text"], 25))
+    elif c.results(texts[-1]) != ref_res:
+        why = "result differs from the failure-free run:\n%s\n  reference:\n%s" % (
+            "\n".join(c.results(texts[-1])), "\n".join(ref_res))
+    # Lose nothing: a relaunch recovers at least the newest committed checkpoint.
+    newest, l2_restarts = None, 0
+    for i, text in enumerate(texts):
+        if why:
+            break
+        rec = L.recovered_id(text)
+        past_init = rec is not None or (a.progress_re and any(a.progress_re.search(x) for x in complete_lines(text))) \
+            or L.committed_ids(text) or i == len(texts) - 1
+        if newest is not None and past_init:
+            if rec is None:
+                why = "launch %d started afresh although checkpoint %d was committed\n%s" % (i, newest, tail(text))
+            elif rec < newest:
+                why = "launch %d recovered checkpoint %d, older than the committed %d\n%s" % (i, rec, newest,
+                                                                                          tail(text))
+            elif i in wiped:
+                l2_restarts += 1
+        ids = L.committed_ids(text) + ([rec] if rec is not None else [])
+        if ids:
+            newest = max(ids + ([newest] if newest is not None else []))
+        if c.results(text) == ref_res:
+            newest = None  # the run was complete: killed in crpm_finalize, which removes the checkpoints
+        if a.progress_re and not why:
+            for x in complete_lines(text):
+                if a.progress_re.search(x) and x not in ref_lines:
+                    why = "launch %d printed a line the failure-free run never did: %r" % (i, x)
+                    break
+    events.append("%d launches" % len(launches))
+    if not why:
+        crpmtest.clean_workdir(d, keep=a.keep)
+    return why, events, l2_restarts
+
+
+def main():
+    a = parse()
+    c = Ctx(a)
+    print("seed %d, %d ranks as %d nodes, work dir %s" % (a.seed, L.NP, L.NNODES, c.workdir), flush=True)
+    try:
+        ref_res, ref_lines, ref_time, n_ckpt = reference(c)
+    except Failure as e:
+        print("reference: FAILED: %s\n0 passed, %d failed" % (e, a.trials))
+        return 1
+    print("reference: %.1f s, %d checkpoints, result: %s" % (ref_time, n_ckpt, " / ".join(ref_res)), flush=True)
+    passed = failed = restarts = 0
+    for t in range(a.trials):
+        t0 = time.time()
+        why, events, n = run_trial(c, t, ref_res, ref_lines, ref_time, n_ckpt)
+        restarts += n
+        if why:
+            failed += 1
+            print("trial %d: FAILED (%s): %s\n  logs in %s" % (t, ", ".join(events), why,
+                                                            os.path.join(c.workdir, "trial-%02d" % t)), flush=True)
+        else:
+            passed += 1
+            print("trial %d: ok (%s; %.1f s)" % (t, ", ".join(events), time.time() - t0), flush=True)
+    print("%d relaunches after a node loss recovered a checkpoint" % restarts)
+    if failed == 0 and restarts == 0:
+        print("FAILED: no relaunch after a node loss recovered anything; the kills came too early to test level 2")
+        failed += 1
+    crpmtest.clean_workdir(c.workdir, keep=failed > 0 or a.keep)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
