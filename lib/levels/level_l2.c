@@ -185,8 +185,9 @@ static int stage_ranges(const crpm_wlog *log, crpm_wlog *out)
 }
 
 /* The FTI-style baseline: the protected arrays, whole, into a plain file
- * (a 64-byte zero header, then the arrays back to back). */
-#define FULL_HDR 64u
+ * (a zero header reaching past the commit word's offset, which
+ * crpm_recv_ranges never writes, then the arrays back to back). */
+#define FULL_HDR 4096u
 static void post_full(l2_state *s, crpm_sendq *q, const crpm_level_env *env, const crpm_array *a, int n)
 {
     uint64_t hdr[2] = {0, 0}, off = FULL_HDR;
@@ -209,18 +210,20 @@ static void post_full(l2_state *s, crpm_sendq *q, const crpm_level_env *env, con
 static int recv_full(const crpm_level_env *env, held *h, const crpm_l2_opts *o, uint64_t *got)
 {
     uint64_t hdr[2];
-    int rc = crpm_recv_bytes(env->comm, h->owner, TAG_FULL, hdr, sizeof hdr, "level 2: full copy");
+    int hrc = crpm_recv_bytes(env->comm, h->owner, TAG_FULL, hdr, sizeof hdr, "level 2: full copy");
     char path[CRPM_PATH_MAX + 8];
     snprintf(path, sizeof path, "%s.full", h->path);
     crpm_media m = {0}, scratch = {0};
     m.ops = o->backend ? o->backend : crpm_backend_for(o->persistence);
     static const char zero[FULL_HDR];
+    int rc = hrc ? hrc : crpm_persist_create_file(path, hdr[0] + FULL_HDR, zero, sizeof zero);
     if (rc == 0)
-        rc = crpm_persist_create_file(path, hdr[0] + FULL_HDR, zero, sizeof zero);
-    int mrc = rc == 0 ? m.ops->map(&m, path) : rc;
-    for (uint64_t k = 0; rc == 0 && k < hdr[1]; k++) {
-        int lrc = crpm_recv_ranges(env->comm, h->owner, TAG_FULL, mrc == 0 ? &m : &scratch, got);
-        rc = mrc ? mrc : lrc;
+        rc = m.ops->map(&m, path);
+    /* Every array's message is received (into scratch after an error), or
+     * the owner would wait for its sends forever. */
+    for (uint64_t k = 0; hrc == 0 && k < hdr[1]; k++) {
+        int lrc = crpm_recv_ranges(env->comm, h->owner, TAG_FULL, rc == 0 ? &m : &scratch, got);
+        rc = rc ? rc : lrc;
     }
     if (rc == 0)
         crpm_persist_drain(&m);
@@ -229,23 +232,29 @@ static int recv_full(const crpm_level_env *env, held *h, const crpm_l2_opts *o, 
     return rc;
 }
 
-/* Replays the stages the owner sends into copy h. */
+/* Replays the stages the owner sends into copy h.  After a failure the
+ * remaining messages are still received (into scratch): the owner waits
+ * for its sends to complete. */
 static int recv_stages(const crpm_level_env *env, const crpm_l2_opts *o, held *h, uint64_t *got)
 {
-    uint64_t hdr[3]; /* stages, then per stage: epoch and file size */
-    int rc = crpm_recv_bytes(env->comm, h->owner, TAG_STAGE, hdr, sizeof(uint64_t), "level 2: stage count");
-    for (uint64_t k = 0; rc == 0 && k < hdr[0]; k++) {
-        rc = crpm_recv_bytes(env->comm, h->owner, TAG_STAGE, hdr + 1, 2 * sizeof(uint64_t), "level 2: stage");
-        int brc = rc == 0 ? crpm_replica_begin(h->r, hdr[2]) : rc;
+    uint64_t nst = 0, sh[2]; /* per stage: epoch and file size */
+    int mrc = crpm_recv_bytes(env->comm, h->owner, TAG_STAGE, &nst, sizeof nst, "level 2: stage count"), rc = mrc;
+    for (uint64_t k = 0; mrc == 0 && k < nst; k++) {
+        mrc = crpm_recv_bytes(env->comm, h->owner, TAG_STAGE, sh, sizeof sh, "level 2: stage");
+        if (mrc != 0) {
+            rc = rc ? rc : mrc;
+            break;
+        }
+        if (rc == 0)
+            rc = crpm_replica_begin(h->r, sh[1]);
         crpm_media scratch = {0};
-        int rrc = rc == 0 ? crpm_recv_ranges(env->comm, h->owner, TAG_STAGE, brc == 0 ? crpm_container_media(h->r)
-                                                                                      : &scratch, got)
-                          : rc;
-        rc = brc ? brc : rrc;
+        int rrc = crpm_recv_ranges(env->comm, h->owner, TAG_STAGE, rc == 0 ? crpm_container_media(h->r) : &scratch,
+                                   got);
+        rc = rc ? rc : rrc;
         if (rc == 0 && o->hook)
             o->hook(o->hook_arg, CRPM_L2_HOOK_APPLIED);
         if (rc == 0)
-            rc = crpm_replica_commit(h->r, hdr[1]);
+            rc = crpm_replica_commit(h->r, sh[0]);
     }
     return rc;
 }

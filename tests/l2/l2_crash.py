@@ -136,8 +136,18 @@ def run_trial(c, t, ref_res, ref_lines, ref_time, n_ckpt):
     lo, hi = (x * ref_time / 100 for x in a.kill_pct)
     wiped = []
 
+    def committed_before(i):
+        # A node lost before any checkpoint was reported committed may take
+        # the only evidence of a level-1 epoch with it: the library refuses
+        # then (pair_error covers that); this test loses nodes that hold data.
+        for k in range(i):
+            p = os.path.join(d, "launch-%d.out" % k)
+            if os.path.exists(p) and L.committed_ids(open(p, errors="replace").read()):
+                return True
+        return False
+
     def env_for(i):  # called just before launch i, after launch i-1 died: the node loss happens here
-        if i == 1 or (i > 1 and rng.random() < 0.5):
+        if (i == 1 or (i > 1 and rng.random() < 0.5)) and committed_before(i):
             L.wipe(d, [lost])
             wiped.append(i)
         return L.launch_env(d, {"CRPM_TEST_KILL": hook} if hook and i == 0 else None)

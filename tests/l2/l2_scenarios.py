@@ -27,9 +27,9 @@ the heat example.  A "reference" is a failure-free run in a fresh directory.
                   CRPM_STATUS_L2, the restart is from checkpoint 5 or 4 (4
                   exactly when the partner copy did not commit 5), same result
   first_checkpoint a rank killed before its first checkpoint's data, then its
-                  node lost: no checkpoint was ever committed (the intact
-                  partner node holds no copy), so the job starts afresh
-                  (status 0) and ends with the reference result
+                  node lost: the others committed epoch 1 locally and no
+                  copy shows whether it completed, so every rank refuses
+                  with CRPM_ERR_MISSING naming the lost ranks
   bytes_sent      bytes_sent of a level-2 checkpoint is about what the
                   checkpoint wrote (the changed blocks plus small metadata),
                   0 for level 1, at least the protected bytes with
@@ -232,11 +232,16 @@ def scenario_first_checkpoint(c):
     # no checkpoint was ever committed; then node 1 (ranks 2, 3) is lost.
     # Node 2, intact, holds no partner copy of ranks 2 and 3: proof that no
     # epoch ever committed everywhere, so nothing is lost by starting afresh.
-    ref = reference(c, 30)
+    # The other ranks committed epoch 1 locally; without a copy of ranks 2
+    # and 3 nothing shows whether that epoch had completed everywhere (a
+    # level-1 checkpoint would have), so the library refuses rather than
+    # start fresh over it, and says why.
     d, cfg, r = first_run(c, "first", iters=30, env={"CRPM_TEST_KILL": "3:before_data:1"})
     check(r.rc != 0 and "result" not in r.out, "the kill hook did not fire\n" + tail(r.out))
     L.wipe(d, [1])
-    expect_resume(c, d, cfg, 30, STATUS["fresh"], ref, "relaunch after losing node 1 before any commit")
+    r = c.l2app(d, cfg, ARGS + ["--iters", "30"])
+    expect_all_fail(r, L.NP, "crpm_init", ERR_MISSING, "relaunch after losing node 1 before any commit",
+                    r"rank\(s\) 2, 3 is missing")
 
 
 def bytes_line(out):
