@@ -102,10 +102,38 @@ static void populate(const void *p, uint64_t bytes, int advice)
         (void)madvise((void *)lo, hi - lo, advice);
 }
 
+/* The same for the arrays, leaving out the pages already there (arrays the
+ * application initialised before recovering): populating those walks their
+ * page tables again for nothing, ~15% of a recovery into touched memory.
+ * mincore is exact for private anonymous memory; for other memory it may
+ * report pages present that are not mapped yet, which then fault as before. */
+static void populate_missing(void *p, uint64_t bytes)
+{
+    unsigned char vec[4096]; /* pages looked at per mincore call */
+    uintptr_t pg = 4096, lo = ((uintptr_t)p + pg - 1) & ~(pg - 1), hi = ((uintptr_t)p + bytes) & ~(pg - 1);
+    if (bytes < (1u << 20) || hi <= lo)
+        return;
+    for (uintptr_t w = lo; w < hi; w += sizeof vec * pg) {
+        size_t np = (hi - w) / pg < sizeof vec ? (hi - w) / pg : sizeof vec;
+        if (mincore((void *)w, np * pg, vec) != 0) {
+            populate((void *)w, np * pg, MADV_POPULATE_WRITE);
+            continue;
+        }
+        for (size_t i = 0, j; i < np; i = j) {
+            for (j = i; j < np && !(vec[j] & 1); j++)
+                ;
+            if (j > i)
+                (void)madvise((void *)(w + i * pg), (j - i) * pg, MADV_POPULATE_WRITE);
+            for (; j < np && (vec[j] & 1); j++)
+                ;
+        }
+    }
+}
+
 int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
 {
     uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size, ch = c->sb.crc_chunk;
-    populate(dst, bytes, MADV_POPULATE_WRITE);
+    populate_missing(dst, bytes);
     for (uint64_t k = 0; k < r->nsegs; k++) {
         uint64_t off = k * seg, len = bytes - off < seg ? bytes - off : seg;
         const crpm_seg *s = &r->segs[k];
