@@ -24,7 +24,9 @@
  * checkpoints of the same array into a container with CRCs and one created
  * without them (internal option no_checksums), alternating, at 1% random
  * blocks and 100% dirty (ratio of the medians and median of the per-pair
- * ratios, which a machine shared with other jobs disturbs less); and recovery
+ * ratios, which a machine shared with other jobs disturbs less), and for
+ * information with change_tracking = pagemap at 1% (twin arrays, the same
+ * mutations); and recovery
  * in a fresh process (fork), counting the first touch of freshly allocated
  * arrays, with and without verification, beside its floors: the first touch
  * alone, malloc + memcpy, and memcpy and verified recovery into memory that
@@ -246,6 +248,61 @@ static int fresh_recover(const char *path, size_t n, int mode, double t[2])
     return ok && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
+/* One checkpoint of c from cold caches: wall and CPU seconds. */
+static int timed_checkpoint(crpm_container *c, uint64_t id, double *wall, double *cpu)
+{
+    evict();
+    double t = now(), u = cpu_now();
+    if (crpm_container_checkpoint(c, id, NULL)) {
+        fprintf(stderr, "%s\n", crpm_last_error());
+        return -1;
+    }
+    *wall = now() - t;
+    *cpu = cpu_now() - u;
+    return 0;
+}
+
+/* The same mutation of a and of its twin b (b == a: one array). */
+static void dirty_twins(char *a, char *b, size_t n, double frac)
+{
+    uint64_t seed = rng;
+    dirty(a, n, frac, 0, NULL);
+    if (b != a) {
+        rng = seed;
+        dirty(b, n, frac, 0, NULL);
+    }
+}
+
+/* Checkpoints of con (CRCs, array a) and coff (none, array b), side by side:
+ * reps mutations, each followed by both checkpoints, alternating which goes
+ * first (neither always inherits the other's cache state).  Medians into
+ * m[]: off, on wall; off, on CPU; pair ratio wall, CPU. */
+static int side_by_side(crpm_container *con, crpm_container *coff, char *a, char *b, size_t n, double frac,
+                        int reps, uint64_t *id, double m[6], double spread[4])
+{
+    double w[2][64], u[2][64], pr[64], pc[64];
+    for (int r = 0; r < reps; r++) {
+        dirty_twins(a, b, n, frac);
+        for (int k = 0; k < 2; k++) {
+            int on = (k + r) % 2;
+            if (timed_checkpoint(on ? con : coff, *id, &w[on][r], &u[on][r]))
+                return -1;
+        }
+        pr[r] = w[1][r] / w[0][r];
+        pc[r] = u[1][r] / u[0][r];
+        (*id)++;
+    }
+    m[4] = median(pr, reps);
+    m[5] = median(pc, reps);
+    for (int on = 0; on < 2; on++) {
+        m[on] = median(w[on], reps);
+        m[2 + on] = median(u[on], reps);
+        spread[2 * on] = w[on][0];
+        spread[2 * on + 1] = w[on][reps - 1];
+    }
+    return 0;
+}
+
 static int bench_checksums(const char *dir, const char *out, size_t *sizes_mb, int nsizes, int reps)
 {
     char csv_path[600], json_path[600];
@@ -258,7 +315,8 @@ static int bench_checksums(const char *dir, const char *out, size_t *sizes_mb, i
     fprintf(js, "{\"reps\": %d, \"dir\": \"%s\", \"points\": [\n", reps, dir);
     printf("data checksums: medians of %d, side by side (off = container created without CRCs); [min..max];\n"
            "pair = median of the per-repetition on/off ratios\n", reps);
-    printf("%8s %-22s | %9s %9s | %7s %7s | %s\n", "size", "step", "off s", "on s", "on/off", "pair", "spread off / on");
+    printf("%8s %-30s | %9s %9s | %7s %7s | %s\n", "size", "step", "off s", "on s", "on/off", "pair",
+           "spread off / on | CPU time off, on, ratio of medians, pair");
     int first = 1;
     double worst[2] = {0, 0}, worst_cpu[2] = {0, 0}, worst_rec = 1e30, best_touch = 0;
     for (int si = 0; si < nsizes; si++) {
@@ -280,45 +338,73 @@ static int bench_checksums(const char *dir, const char *out, size_t *sizes_mb, i
                 return 1;
             }
         }
-        static const double fr[] = {0.01, 1.0};
-        for (int fi = 0; fi < 2; fi++) {
-            double ton[64], toff[64], con_[64], coff_[64], pr[64], pc[64];
-            for (int r = 0; r < reps; r++) {
-                dirty(a, n, fr[fi], 0, NULL);
-                /* alternate which goes first: neither always inherits the other's page-cache state */
-                for (int k = 0; k < 2; k++) {
-                    int on = (k + r) % 2;
-                    evict();
-                    double t = now(), u = cpu_now();
-                    if (crpm_container_checkpoint(on ? con : coff, id, NULL)) {
+        /* the compare engine at 1% and 100% (the budget), then, for
+         * information, pagemap tracking at 1% (twin arrays with the same
+         * mutations: each container tracks its own) */
+        char *b = NULL, tpon[520], tpoff[520];
+        crpm_container *ton = NULL, *toff = NULL;
+        snprintf(tpon, sizeof tpon, "%s.track", pon);
+        snprintf(tpoff, sizeof tpoff, "%s.track", poff);
+        for (int step = 0; step < 3; step++) {
+            static const double fr[] = {0.01, 1.0, 0.01};
+            crpm_container *x = con, *y = coff;
+            char *ya = a;
+            if (step == 2) {
+                crpm_open_opts o1 = {.path = tpon, .create = 1, .change_tracking = 1};
+                crpm_open_opts o2 = {.path = tpoff, .create = 1, .change_tracking = 1, .no_checksums = 1};
+                b = malloc(n);
+                if (!b) { fprintf(stderr, "out of memory\n"); return 1; }
+                memcpy(b, a, n);
+                unlink(tpon);
+                unlink(tpoff);
+                if (crpm_container_open(&o1, &ton, NULL) || crpm_container_protect(ton, 0, a, n / 8, CRPM_TC_DOUBLE, 8) ||
+                    crpm_container_open(&o2, &toff, NULL) || crpm_container_protect(toff, 0, b, n / 8, CRPM_TC_DOUBLE, 8)) {
+                    fprintf(stderr, "open: %s\n", crpm_last_error());
+                    return 1;
+                }
+                if (strcmp(crpm_container_tracking(ton), "pagemap") != 0) {
+                    printf("%6zuMB pagemap tracking unavailable (%s)\n", sizes_mb[si], crpm_container_tracking(ton));
+                    break;
+                }
+                /* steady state, then sparse rounds until both track again
+                 * (adaptive tracking compares a densely written array whole) */
+                crpm_stats_t s1 = {0}, s2 = {0};
+                for (int w = 0; w < 4 + 64 && (w < 4 || s1.bytes_compared >= n / 2 || s2.bytes_compared >= n / 2); w++) {
+                    dirty_twins(a, b, n, w < 4 ? 1.0 : fr[step]);
+                    if (crpm_container_checkpoint(ton, id, &s1) || crpm_container_checkpoint(toff, id++, &s2)) {
                         fprintf(stderr, "%s\n", crpm_last_error());
                         return 1;
                     }
-                    (on ? ton : toff)[r] = now() - t;
-                    (on ? con_ : coff_)[r] = cpu_now() - u;
                 }
-                pr[r] = ton[r] / toff[r];
-                pc[r] = con_[r] / coff_[r];
-                id++;
+                x = ton, y = toff, ya = b;
             }
-            double mon = median(ton, reps), moff = median(toff, reps), mpr = median(pr, reps), mpc = median(pc, reps);
-            double cmon = median(con_, reps), cmoff = median(coff_, reps);
-            if (mpr > worst[fi]) worst[fi] = mpr;
-            if (mpc > worst_cpu[fi]) worst_cpu[fi] = mpc;
+            double m[6], sp[4];
+            if (side_by_side(x, y, a, ya, n, fr[step], reps, &id, m, sp))
+                return 1;
+            if (step < 2) {
+                if (m[4] > worst[step]) worst[step] = m[4];
+                if (m[5] > worst_cpu[step]) worst_cpu[step] = m[5];
+            }
             char what[64];
-            snprintf(what, sizeof what, "checkpoint %g%% dirty", fr[fi] * 100);
-            printf("%6zuMB %-22s | %9.4f %9.4f | %6.3fx %6.3fx | [%.4f..%.4f] / [%.4f..%.4f] | cpu %.4f %.4f %6.3fx\n",
-                   sizes_mb[si], what, moff, mon, mon / moff, mpr, toff[0], toff[reps - 1], ton[0], ton[reps - 1],
-                   cmoff, cmon, cmon / cmoff);
+            snprintf(what, sizeof what, "checkpoint %g%% dirty%s", fr[step] * 100, step == 2 ? " (pagemap)" : "");
+            printf("%6zuMB %-30s | %9.4f %9.4f | %6.3fx %6.3fx | [%.4f..%.4f] / [%.4f..%.4f] | cpu %.4f %.4f %6.3fx "
+                   "pair %6.3fx\n", sizes_mb[si], what, m[0], m[1], m[1] / m[0], m[4], sp[0], sp[1], sp[2], sp[3], m[2],
+                   m[3], m[3] / m[2], m[5]);
             fprintf(csv, "%zu,%s,%.6f,%.6f,%.4f,%.4f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.4f,%.4f,%.3f\n", sizes_mb[si], what,
-                    moff, mon, mon / moff, mpr, toff[0], toff[reps - 1], ton[0], ton[reps - 1], cmoff, cmon, cmon / cmoff,
-                    mpc, (double)n / mon / 1e9);
+                    m[0], m[1], m[1] / m[0], m[4], sp[0], sp[1], sp[2], sp[3], m[2], m[3], m[3] / m[2], m[5],
+                    (double)n / m[1] / 1e9);
             fprintf(js, "%s  {\"size_mb\": %zu, \"what\": \"%s\", \"off_s\": %.6f, \"on_s\": %.6f, \"ratio\": %.4f, "
                         "\"pair_ratio\": %.4f, \"off_cpu_s\": %.6f, \"on_cpu_s\": %.6f, \"cpu_ratio\": %.4f, "
                         "\"cpu_pair_ratio\": %.4f}",
-                    first ? "" : ",\n", sizes_mb[si], what, moff, mon, mon / moff, mpr, cmoff, cmon, cmon / cmoff, mpc);
+                    first ? "" : ",\n", sizes_mb[si], what, m[0], m[1], m[1] / m[0], m[4], m[2], m[3], m[3] / m[2],
+                    m[5]);
             first = 0;
         }
+        if (ton) crpm_container_close(ton);
+        if (toff) crpm_container_close(toff);
+        unlink(tpon);
+        unlink(tpoff);
+        free(b);
         crpm_container_close(con);
         crpm_container_close(coff);
         /* recovery and its floors, each in a fresh process, the modes rotating */
@@ -345,7 +431,7 @@ static int bench_checksums(const char *dir, const char *out, size_t *sizes_mb, i
         for (int v = 0; v < FR_MODES; v++) {
             /* the reference of each row: verify vs no CRCs, the others vs malloc+memcpy */
             int ref = v == FR_VERIFY ? FR_RECOVER : v == FR_TOUCHED_VERIFY ? FR_TOUCHED_COPY : FR_COPY;
-            printf("%6zuMB fresh %-23s | %9.4f s = %5.2f GB/s [%.2f..%.2f] | cpu %.4f s = %5.2f GB/s | vs %s %5.2fx\n",
+            printf("%6zuMB fresh %-24s | %9.4f s = %5.2f GB/s [%.2f..%.2f] | cpu %.4f s = %5.2f GB/s | vs %s %5.2fx\n",
                    sizes_mb[si], rname[v], m[v], (double)n / m[v] / 1e9, (double)n / rt[v][reps - 1] / 1e9,
                    (double)n / rt[v][0] / 1e9, mc[v], (double)n / mc[v] / 1e9,
                    ref == FR_RECOVER ? "no CRCs" : ref == FR_TOUCHED_COPY ? "memcpy, touched" : "floor", m[v] / m[ref]);
