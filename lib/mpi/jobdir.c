@@ -107,8 +107,8 @@ int crpm_jobdir_extra_ranks(const crpm_ctx *ctx, int remove)
     return maxk;
 }
 
-/* Partner copies in this rank's job directory (a finished run's). */
-static void remove_partner_copies(const crpm_ctx *ctx)
+/* Files of this rank's job directory whose names start with prefix. */
+static void remove_prefixed(const crpm_ctx *ctx, const char *prefix)
 {
     DIR *d = opendir(ctx->job_dir);
     if (!d)
@@ -116,7 +116,7 @@ static void remove_partner_copies(const crpm_ctx *ctx)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         char p[CRPM_PATH_MAX];
-        if (strncmp(e->d_name, "partner-", 8) == 0 && crpm_name_join(p, sizeof p, ctx->job_dir, e->d_name) == 0)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && crpm_name_join(p, sizeof p, ctx->job_dir, e->d_name) == 0)
             crpm_unlink_quiet(p);
     }
     closedir(d);
@@ -135,7 +135,7 @@ int crpm_jobdir_finish_removal(crpm_ctx *ctx)
         return rc;
     rc = crpm_unlink_quiet(ctx->path);
     crpm_jobdir_extra_ranks(ctx, 1);
-    remove_partner_copies(ctx);
+    remove_prefixed(ctx, "partner-"); /* a finished run's partner copies */
     rc = crpm_agree(ctx->comm, ctx->rank, rc, what);
     if (rc == 0 && ctx->rank == 0) {
         if (ctx->l4.ops && ctx->l4.ops->remove)
@@ -153,16 +153,7 @@ static void remove_set_aside(const crpm_ctx *ctx)
 {
     char prefix[64];
     snprintf(prefix, sizeof prefix, "rank-%d.crpm.unused-", ctx->rank);
-    DIR *d = opendir(ctx->job_dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        char p[CRPM_PATH_MAX];
-        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && crpm_name_join(p, sizeof p, ctx->job_dir, e->d_name) == 0)
-            crpm_unlink_quiet(p);
-    }
-    closedir(d);
+    remove_prefixed(ctx, prefix);
 }
 
 int crpm_jobdir_remove(crpm_ctx *ctx)
