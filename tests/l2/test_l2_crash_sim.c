@@ -152,7 +152,7 @@ static int g_sync;              /* a whole-file sync is expected */
 static uint64_t g_epoch;        /* the owner's epoch the copy is brought to */
 static uint64_t g_rng = 0x5eed;
 static int g_random_per_drain = 12;
-static char img_path[CRPM_PATH_MAX];
+static char img_path[CRPM_PATH_MAX + 16];
 static char *img;
 static size_t img_cap;
 static uint64_t images, failures, n_unopened, n_at_old, n_at_new, n_rolled, n_newfile, drains;
