@@ -23,7 +23,8 @@ def main():
         d = json.load(f)
     b = d["budget"]
     for k in ("pair_ratio_1pct_worst", "pair_ratio_100pct_worst", "cpu_pair_ratio_1pct_worst",
-              "cpu_pair_ratio_100pct_worst", "recover_verify_gb_per_s_worst", "first_touch_gb_per_s_best"):
+              "cpu_pair_ratio_100pct_worst", "recover_verify_gb_per_s_worst", "recover_verify_cpu_gb_per_s_worst",
+              "first_touch_gb_per_s_best"):
         if not b.get(k, 0) > 0:
             sys.exit(f"budget figure {k} missing or not positive: {b.get(k)}")
     whats = {p["what"] for p in d["points"]}
