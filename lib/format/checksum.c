@@ -80,11 +80,6 @@ static int bad_chunk(const crpm_container *c, const crpm_region *r, uint64_t off
                       c->path, r->id, (unsigned long long)off, (unsigned long long)c->epoch, phys);
 }
 
-/* Each chunk is copied, then its CRC is checked on the copy just written,
- * while it is in L1: the container is read once, and what lands in dst is
- * what was checked even if the file changed meanwhile.  Measured on 256 MiB
- * into populated memory: 5.1 GB/s, as fast as memcpy alone (5.3), where
- * copying 64-KiB pieces and checking them from L2 made 2.7. */
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
 #endif
@@ -130,6 +125,11 @@ static void populate_missing(void *p, uint64_t bytes)
     }
 }
 
+/* Each chunk is copied, then its CRC is checked on the copy just written,
+ * while it is in L1: the container is read once, and what lands in dst is
+ * what was checked even if the file changed meanwhile.  Copying 256 MiB into
+ * populated memory that way ran at 0.8-1.0x the speed of memcpy alone, where
+ * copying 64-KiB pieces and checking them from L2 ran at 0.4-0.5x. */
 int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
 {
     uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size, ch = c->sb.crc_chunk;
