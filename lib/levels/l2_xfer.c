@@ -9,20 +9,13 @@
 #include "error.h"
 #include "fsutil.h"
 #include "l2_xfer.h"
+#include "mpi_error.h"
 #include "persist_file.h"
 
 #define BATCH (64u << 20)       /* bytes per data message: well inside MPI's int counts */
 #define PIECE (64u << 10)       /* sync granularity */
 #define TAG_FP 7301
 #define TAG_SYNC 7302
-
-static int mpi_fail(int mrc, const char *what)
-{
-    char s[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(mrc, s, &len);
-    return crpm_error(CRPM_ERR_MPI, "%s: %s", what, s);
-}
 
 static int grow(void **v, int *cap, int need, size_t elem)
 {
@@ -69,7 +62,7 @@ void crpm_sendq_post(crpm_sendq *q, MPI_Comm comm, int peer, int tag, const void
     keep_buf(q, b);
     int mrc = MPI_Isend(b, (int)n, MPI_BYTE, peer, tag, comm, r);
     if (mrc != MPI_SUCCESS && !q->err)
-        q->err = mpi_fail(mrc, "level 2: MPI_Isend");
+        q->err = crpm_mpi_fail(mrc, "level 2: MPI_Isend");
     q->bytes += n;
 }
 
@@ -123,7 +116,7 @@ static int isend(crpm_sendq *q, MPI_Comm comm, int peer, int tag, const void *p,
     int mrc = MPI_Isend(p, (int)n, MPI_BYTE, peer, tag, comm, r);
     if (mrc != MPI_SUCCESS) {
         q->nreq--;
-        return q->err = q->err ? q->err : mpi_fail(mrc, "level 2: sending ranges");
+        return q->err = q->err ? q->err : crpm_mpi_fail(mrc, "level 2: sending ranges");
     }
     q->bytes += n;
     return CRPM_SUCCESS;
@@ -160,7 +153,7 @@ void crpm_sendq_ranges(crpm_sendq *q, MPI_Comm comm, int peer, int tag, const ch
 int crpm_sendq_wait(crpm_sendq *q, const char *what)
 {
     int mrc = q->nreq ? MPI_Waitall(q->nreq, q->req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
-    int rc = q->err ? q->err : mrc != MPI_SUCCESS ? mpi_fail(mrc, what) : CRPM_SUCCESS;
+    int rc = q->err ? q->err : mrc != MPI_SUCCESS ? crpm_mpi_fail(mrc, what) : CRPM_SUCCESS;
     for (int i = 0; i < q->nbufs; i++)
         free(q->bufs[i]);
     for (int i = 0; i < q->ntypes; i++)
@@ -177,7 +170,7 @@ int crpm_sendq_wait(crpm_sendq *q, const char *what)
 int crpm_recv_bytes(MPI_Comm comm, int peer, int tag, void *p, size_t n, const char *what)
 {
     int mrc = MPI_Recv(p, (int)n, MPI_BYTE, peer, tag, comm, MPI_STATUS_IGNORE);
-    return mrc == MPI_SUCCESS ? CRPM_SUCCESS : mpi_fail(mrc, what);
+    return mrc == MPI_SUCCESS ? CRPM_SUCCESS : crpm_mpi_fail(mrc, what);
 }
 
 int crpm_recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t *bytes)
@@ -214,7 +207,7 @@ int crpm_recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t *
         char *dst = it.direct && !bad ? m->base + v[it.i].off + it.done : scratch;
         int mrc = MPI_Recv(dst, (int)it.len, MPI_BYTE, peer, tag, comm, MPI_STATUS_IGNORE);
         if (mrc != MPI_SUCCESS) {
-            rc = rc ? rc : mpi_fail(mrc, "level 2: receiving ranges");
+            rc = rc ? rc : crpm_mpi_fail(mrc, "level 2: receiving ranges");
             break;
         }
         *bytes += it.len;
@@ -254,13 +247,14 @@ static uint64_t *fingerprints(const crpm_media *m, uint64_t *n)
     uint64_t *fp = malloc((*n ? *n : 1) * sizeof *fp);
     for (uint64_t i = 0; fp && i < *n; i++) {
         uint64_t off = i * PIECE, len = piece_len(m->size, i);
-        /* the commit word is written apart: it does not count */
-        uint64_t h = crpm_crc64(m->base + off, len, 0);
-        if (off == 0) {
+        uint64_t h;
+        if (off == 0) { /* the commit word is written apart: it counts as zero */
             char w[CRPM_WORD_LEN] = {0};
             h = crpm_crc64(m->base, CRPM_WORD_OFF, 0);
             h = crpm_crc64(w, sizeof w, h);
             h = crpm_crc64(m->base + CRPM_WORD_OFF + CRPM_WORD_LEN, len - CRPM_WORD_OFF - CRPM_WORD_LEN, h);
+        } else {
+            h = crpm_crc64(m->base + off, len, 0);
         }
         fp[i] = h;
     }

@@ -79,7 +79,7 @@ enum { CRPM_EV_COMMITTED = 1, CRPM_EV_UNDONE };
 enum { CRPM_L2_HOOK_SENT = 1, CRPM_L2_HOOK_APPLIED, CRPM_L2_HOOK_COMMITTED };
 typedef struct crpm_l2_opts {
     int partner;               /* rank holding this rank's copy */
-    const int *owners;         /* ranks whose copies this rank holds */
+    const int *owners;         /* ranks whose copies this rank holds (read by crpm_level_l2 only) */
     int nowners;
     int persistence;
     const crpm_backend *backend; /* overrides persistence (tests) */
@@ -87,7 +87,6 @@ typedef struct crpm_l2_opts {
     double lock_wait_s;
     void (*hook)(void *arg, int point); /* process-kill tests */
     void *hook_arg;
-    int *owners_copy;          /* internal */
 } crpm_l2_opts;
 int crpm_level_l2(crpm_level *lv, const crpm_level_env *env, const crpm_l2_opts *o);
 /* Follow this container from now on (NULL: none); the copies' state is then

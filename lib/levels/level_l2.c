@@ -429,7 +429,6 @@ static void l2_close(crpm_level *lv)
     for (int k = 0; k < s->npend; k++)
         crpm_wlog_free(&s->pend[k].log);
     free(s->held);
-    free(s->o.owners_copy);
     free(s);
 }
 
@@ -450,11 +449,8 @@ int crpm_level_l2(crpm_level *lv, const crpm_level_env *env, const crpm_l2_opts 
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     s->o = *o;
     s->unknown = 1;
-    s->o.owners_copy = malloc(sizeof(int) * (size_t)(o->nowners + 1));
     s->held = calloc((size_t)o->nowners + 1, sizeof *s->held);
-    if (!s->o.owners_copy || !s->held) {
-        free(s->o.owners_copy);
-        free(s->held);
+    if (!s->held) {
         free(s);
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     }
@@ -462,7 +458,6 @@ int crpm_level_l2(crpm_level *lv, const crpm_level_env *env, const crpm_l2_opts 
     int rc = CRPM_SUCCESS;
     for (int i = 0; i < o->nowners; i++) {
         held *h = &s->held[i];
-        s->o.owners_copy[i] = o->owners[i];
         h->owner = o->owners[i];
         h->lock_fd = -1;
         if (rc == 0)
@@ -472,7 +467,7 @@ int crpm_level_l2(crpm_level *lv, const crpm_level_env *env, const crpm_l2_opts 
         if (rc == 0)
             rc = crpm_lock_file(h->lock, o->lock_wait_s, &h->lock_fd);
     }
-    s->o.owners = s->o.owners_copy;
+    s->o.owners = NULL; /* the caller's; each held copy names its owner */
     if (rc != 0)
         crpm_level_close(lv);
     return rc;

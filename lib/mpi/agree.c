@@ -3,15 +3,6 @@
 #include "agree.h"
 #include "error.h"
 
-int crpm_mpi_fail(int mrc, const char *what)
-{
-    char s[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    if (MPI_Error_string(mrc, s, &len) != MPI_SUCCESS)
-        snprintf(s, sizeof s, "error %d", mrc);
-    return crpm_error(CRPM_ERR_MPI, "%s failed: %s", what, s);
-}
-
 int crpm_agree_ext(MPI_Comm comm, int rank, int rc, const char *what, int64_t *extra, int nextra)
 {
     int64_t in[8], out[8];

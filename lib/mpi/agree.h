@@ -4,6 +4,7 @@
 #define CRPM_MPI_AGREE_H
 #include <mpi.h>
 #include <stdint.h>
+#include "mpi_error.h" /* crpm_mpi_fail */
 
 /* Returns 0 only if rc == 0 on every rank of comm.  A rank that did not fail
  * itself gets CRPM_ERR_REMOTE with the first failing rank's message.
@@ -11,7 +12,5 @@
  * (pass x and -x to learn min and max); at most 6. */
 int crpm_agree_ext(MPI_Comm comm, int rank, int rc, const char *what, int64_t *extra, int nextra);
 int crpm_agree(MPI_Comm comm, int rank, int rc, const char *what);
-/* CRPM_ERR_MPI with MPI's text for mrc. */
-int crpm_mpi_fail(int mrc, const char *what);
 
 #endif

@@ -6,6 +6,10 @@
 
 static const int64_t *row(const crpm_restart_facts *f, int r) { return f->rank + (size_t)r * CRPM_F_N; }
 
+/* Open errors that mean damage or loss (another level may take over), as
+ * against a configuration that does not match the containers. */
+static int damaged_rc(int64_t rc) { return rc == CRPM_ERR_CORRUPT || rc == CRPM_ERR_TRUNCATED || rc == CRPM_ERR_IO; }
+
 /* Level 1 alone: what the containers allow. */
 static void judge_l1(const crpm_restart_facts *f, crpm_verdict *v)
 {
@@ -67,7 +71,7 @@ static void judge_l1(const crpm_restart_facts *f, crpm_verdict *v)
     int damage_only = 1;
     for (int r = 0; r < f->nranks; r++) {
         int64_t rc = row(f, r)[CRPM_F_RC];
-        if (rc < 0 && rc != CRPM_ERR_CORRUPT && rc != CRPM_ERR_TRUNCATED && rc != CRPM_ERR_IO)
+        if (rc < 0 && !damaged_rc(rc))
             damage_only = 0;
     }
     v->damaged = v->l1 == CRPM_L1S_MISSING || v->l1 == CRPM_L1S_EPOCH || (v->l1 == CRPM_L1S_OPEN && damage_only);
@@ -248,8 +252,6 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
                           v->bad_prev ? " and a rank ahead has no previous epoch" : "");
     }
 }
-
-static int damaged_rc(int64_t rc) { return rc == CRPM_ERR_CORRUPT || rc == CRPM_ERR_TRUNCATED || rc == CRPM_ERR_IO; }
 
 int crpm_decide_l2_patch(int64_t *rows, int nranks, int64_t *restore)
 {
