@@ -34,6 +34,10 @@ the heat example.  A "reference" is a failure-free run in a fresh directory.
                   checkpoint wrote (the changed blocks plus small metadata),
                   0 for level 1, at least the protected bytes with
                   l2_full_copy = 1
+  copy_error      a partner copy that cannot be written (a directory in the
+                  way): the level-2 checkpoint fails on every rank naming
+                  the file, no hang; after the obstacle is removed the job
+                  completes with the reference result
   one_node_config level 2 with one node: ckpt_interval_l2 with node_size =
                   the rank count, or with the default (MPI shared-memory)
                   nodes on this one machine, fails crpm_init with
@@ -273,6 +277,25 @@ def scenario_bytes_sent(c):
             check(smin >= prot, what + ": l2_full_copy must send the whole container")
 
 
+def scenario_copy_error(c):
+    # The partner copy of rank 0 cannot be written on node 1 (a directory
+    # stands where its file is made): the first level-2 checkpoint fails on
+    # every rank with a message naming the file, nobody hangs; once the
+    # obstacle is gone the job runs to the failure-free result.
+    ref = reference(c, 20)
+    d = c.dir("copyerr")
+    cfg = L.write_config(os.path.join(d, "crpm.ini"), d, "copyerr")
+    os.makedirs(os.path.join(L.node_dir(d, 1), "copyerr", "partner-0.crpm.sync"))
+    r = c.l2app(d, cfg, ARGS + ["--iters", "20"])
+    check(r.rc != 0, "copy that cannot be written: exit code 0\n" + tail(r.out))
+    for rank in range(L.NP):  # the holder's own error or CRPM_ERR_REMOTE carrying it
+        check(re.search(r"^l2_app rank %d: crpm_checkpoint failed: .*partner-0\.crpm\.sync" % rank, r.out, re.M),
+              "rank %d does not report the copy it could not write\n%s" % (rank, tail(r.out, 25)))
+    os.rmdir(os.path.join(L.node_dir(d, 1), "copyerr", "partner-0.crpm.sync"))
+    out = c.ok(c.l2app(d, cfg, ARGS + ["--iters", "20"]), "relaunch once the copy can be written")
+    check(result(out) == ref, "relaunch: result %s, reference %s" % (result(out), ref))
+
+
 def scenario_one_node_config(c):
     d = c.dir("onenode")
     cfg = L.write_config(os.path.join(d, "a.ini"), d, "a", {"node_size": 2, "ckpt_interval_l2": 1})
@@ -287,7 +310,8 @@ def scenario_one_node_config(c):
 
 
 SCENARIOS = [scenario_one_node, scenario_mirror, scenario_two_nonadjacent, scenario_pair_error, scenario_pair_l4,
-             scenario_heat_pair_l4, scenario_hooks, scenario_first_checkpoint, scenario_bytes_sent, scenario_one_node_config]
+             scenario_heat_pair_l4, scenario_hooks, scenario_first_checkpoint, scenario_bytes_sent, scenario_one_node_config,
+             scenario_copy_error]
 
 
 def main():
