@@ -76,11 +76,39 @@ static void fmt_size(char *buf, size_t n, double b)
     snprintf(buf, n, u ? "%.2f %s" : "%.0f %s", b, unit[u]);
 }
 
+/* Level 3's groups when the job can have them; otherwise why not (an
+ * error only when the configuration asks for level-3 checkpoints). */
+static int layout_l3(const char *config_file)
+{
+    int rc = CRPM_SUCCESS;
+    if (ctx->cfg.method != CRPM_METHOD_DIFFERENTIAL)
+        snprintf(ctx->l3_why, sizeof ctx->l3_why, "level 3 needs method = differential");
+    else if (ctx->topo.nnodes < 2)
+        snprintf(ctx->l3_why, sizeof ctx->l3_why, "level 3 needs at least two nodes, the job has one (%d ranks%s)",
+                 ctx->nranks, ctx->cfg.node_size ? "; see node_size" : " on one host; node_size groups ranks into nodes");
+    else {
+        rc = crpm_topology_l3(ctx->comm, &ctx->topo, (int)ctx->cfg.group_size, (int)ctx->cfg.l3_parity,
+                              &ctx->l3_groups, &ctx->l3_members);
+        if (rc == CRPM_ERR_CONFIG) {
+            snprintf(ctx->l3_why, sizeof ctx->l3_why, "%s", crpm_last_error());
+            crpm_error_clear();
+            rc = CRPM_SUCCESS;
+        }
+    }
+    if (rc == 0 && ctx->cfg.ckpt_interval_l3 > 0 && !ctx->l3_groups)
+        rc = crpm_error(CRPM_ERR_CONFIG, "config %s: ckpt_interval_l3: %s", config_file ? config_file : "(none)",
+                        ctx->l3_why);
+    return rc;
+}
+
 static void free_ctx(void)
 {
     if (!ctx)
         return;
     crpm_level_close(&ctx->l2);
+    crpm_level_close(&ctx->l3);
+    free(ctx->l3_groups);
+    free(ctx->l3_members);
     crpm_level_close(&ctx->primary);
     crpm_level_close(&ctx->l4);
     crpm_jobdir_unlock(ctx, 0);
@@ -213,6 +241,8 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
         rc = crpm_error(CRPM_ERR_CONFIG, "config %s: ckpt_interval_l2 needs at least two nodes for partner copies, "
                         "the job has one (%d ranks%s)", config_file ? config_file : "(none)", ctx->nranks,
                         ctx->cfg.node_size ? "; see node_size" : " on one host; node_size groups ranks into nodes");
+    if (rc == 0)
+        rc = layout_l3(config_file);
     if (rc == 0)
         log_topology();
     if (rc == 0)
@@ -493,11 +523,11 @@ static void log_checkpoint(int id, int level, const crpm_stats_t *st)
         if (level == CRPM_L4)
             printf("[crpm] checkpoint %d (L4): %s written to level 4 in %s; level 1: %s written of %s protected "
                    "(%.1f%%) in %s\n", id, p, t4, w, p, pct, t);
-        else if (level == CRPM_L2) {
+        else if (level == CRPM_L2 || level == CRPM_L3) {
             char sent[32];
             fmt_size(sent, sizeof sent, tsum[2]);
-            printf("[crpm] checkpoint %d (L2): %s written of %s protected (%.1f%%), %s sent to partner nodes, in "
-                   "%s\n", id, w, p, pct, sent, t);
+            printf("[crpm] checkpoint %d (L%d): %s written of %s protected (%.1f%%), %s sent to %s nodes, in "
+                   "%s\n", id, level, w, p, pct, sent, level == CRPM_L2 ? "partner" : "parity", t);
         } else
             printf("[crpm] checkpoint %d (L%d): %s written of %s protected (%.1f%%) in %s\n", id, level, w, p, pct,
                    t);
@@ -515,9 +545,12 @@ int crpm_checkpoint(int id, int level)
     if (ctx->broken)
         rc = crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: an earlier failed checkpoint left the container in an "
                         "unknown state; restart the application");
-    else if (level != CRPM_L1 && level != CRPM_L2 && level != CRPM_L4)
-        rc = crpm_error(CRPM_ERR_INVAL, "crpm_checkpoint(%d): level %d is not CRPM_L1, CRPM_L2 or CRPM_L4", id,
-                        level);
+    else if (level != CRPM_L1 && level != CRPM_L2 && level != CRPM_L3 && level != CRPM_L4)
+        rc = crpm_error(CRPM_ERR_INVAL, "crpm_checkpoint(%d): level %d is not CRPM_L1, CRPM_L2, CRPM_L3 or CRPM_L4",
+                        id, level);
+    else if (level == CRPM_L3 && !ctx->l3.ops)
+        rc = crpm_error(CRPM_ERR_CONFIG, "crpm_checkpoint(%d): %s", id,
+                        ctx->l3_why[0] ? ctx->l3_why : "level 3 is not available");
     else if (level == CRPM_L2 && !ctx->l2.ops)
         rc = crpm_error(CRPM_ERR_CONFIG, "crpm_checkpoint(%d): level 2 needs %s", id,
                         ctx->cfg.method != CRPM_METHOD_DIFFERENTIAL
@@ -546,9 +579,11 @@ int crpm_checkpoint(int id, int level)
         rc = crpm_error(CRPM_ERR_INVAL, "crpm_checkpoint: ranks passed different ids (%lld..%lld) or levels "
                         "(%lld..%lld)", (long long)args[0], (long long)-args[1], (long long)args[2],
                         (long long)-args[3]);
-    if (rc == 0 && ctx->l2.ops)
+    int l2_evented = 0, l2_written = 0, l3_written = 0;
+    if (rc == 0 && ctx->l2.ops) {
         ctx->l2.ops->event(&ctx->l2, CRPM_EV_COMMITTED);
-    int l2_written = 0;
+        l2_evented = 1;
+    }
     if (rc == 0 && level == CRPM_L2) {
         /* the epoch commits only when every partner copy has too */
         l2_written = 1;
@@ -558,16 +593,27 @@ int crpm_checkpoint(int id, int level)
         if (rc != 0 && ctx->l2.ops->undo(&ctx->l2) != 0)
             ctx->broken = 1;
     }
+    if (rc == 0 && level == CRPM_L3) {
+        /* the epoch commits only when every parity container has too */
+        l3_written = 1;
+        int c3 = 0;
+        rc = agree(ctx->l3.ops->write(&ctx->l3, ctx->arrays, ctx->narrays, id, &st, &c3),
+                   "crpm_checkpoint (level 3)");
+        if (rc != 0 && ctx->l3.ops->undo(&ctx->l3) != 0)
+            ctx->broken = 1;
+    }
     if (rc != 0) {
         /* Keep the ranks on one committed checkpoint. */
         if (committed && ctx->primary.ops->undo && ctx->primary.ops->undo(&ctx->primary) != 0)
             ctx->broken = 1;
-        if (committed && l2_written)
+        if (committed && l2_evented)
             ctx->l2.ops->event(&ctx->l2, CRPM_EV_UNDONE);
         return report(rc, fn);
     }
     if (l2_written)
         ctx->l2.ops->committed(&ctx->l2, id);
+    if (l3_written)
+        ctx->l3.ops->committed(&ctx->l3, id);
     if (committed)
         ctx->env.epoch++;
     if (ctx->primary.ops->committed)

@@ -386,3 +386,42 @@ int crpm_container_rollback(crpm_container *c)
     return crpm_load_slot(c, target);
 }
 
+
+/* Rebuilt containers (level 3) are made at epoch 1 and then given the job's
+ * epoch.  Not failure-atomic: only for a file under a temporary name that
+ * is renamed into place afterwards. */
+int crpm_container_renumber(crpm_container *c, uint64_t epoch)
+{
+    if (c->read_only || !c->epoch || c->in_progress || !epoch)
+        return crpm_error(CRPM_ERR_STATE, "%s: cannot renumber epoch %llu", c->path, (unsigned long long)c->epoch);
+    crpm_seg **segs = calloc((size_t)c->nregions + 1, sizeof *segs);
+    if (!segs)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < c->nregions; i++)
+        segs[i] = c->regions[i].segs;
+    int rc = crpm_write_slot(c, epoch, c->user_id, c->nphys, c->regions, c->nregions, segs);
+    free(segs);
+    if (rc == 0) {
+        crpm_persist_drain(&c->media);
+        rc = crpm_write_commit(c, epoch, 0);
+    }
+    if (rc == 0) {
+        c->prev_ok = 0;
+        rc = crpm_load_slot(c, epoch);
+    }
+    return rc;
+}
+
+int crpm_container_prev_user_id(crpm_container *c, uint64_t *user_id)
+{
+    if (!c->prev_ok || c->epoch < 2)
+        return crpm_error(CRPM_ERR_EPOCH, "%s: no previous epoch", c->path);
+    crpm_region *regs = NULL;
+    int n = 0;
+    uint64_t nphys = 0;
+    int rc = crpm_parse_slot(c, c->epoch - 1, &regs, &n, user_id, &nphys);
+    for (int i = 0; rc == 0 && i < n; i++)
+        free(regs[i].segs);
+    free(regs);
+    return rc;
+}

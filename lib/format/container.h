@@ -49,6 +49,11 @@ int crpm_container_prev_available(const crpm_container *c);  /* epoch-1 is recov
 uint64_t crpm_container_user_id(const crpm_container *c);    /* application's checkpoint id */
 /* Durably make epoch-1 the committed epoch. */
 int crpm_container_rollback(crpm_container *c);
+/* A container just made (committed epoch 1, under a temporary name) takes
+ * the job's epoch: its committed state is rewritten as `epoch`. */
+int crpm_container_renumber(crpm_container *c, uint64_t epoch);
+/* The user id the slot of epoch-1 records (prev_available only). */
+int crpm_container_prev_user_id(crpm_container *c, uint64_t *user_id);
 
 /* Saved regions of the committed epoch (for inspection, export, level 4);
  * the descriptor's ptr and name are NULL. */

@@ -5,6 +5,7 @@
  *   level_l1.c    differential container on node-local NVM (the engine)
  *   level_full.c  FTI-level-1-style full files (method = full, the baseline)
  *   level_l2.c    partner copies of the level-1 containers on the next node
+ *   level_l3.c    Reed-Solomon parity of the level-1 containers over a group of nodes
  *   level_l4.c    parallel HDF5 on the global file system
  *
  * Ops return CRPM_SUCCESS or a negative CRPM_ERR_* with a message.  write,
@@ -108,6 +109,49 @@ int crpm_level_l2_exchange_facts(crpm_level *lv, int64_t mine[CRPM_L2F_N + 1]);
  * container (attached).  *sent adds the bytes sent. */
 int crpm_level_l2_restore(crpm_level *lv, const int64_t *restore, const char *own_path, uint64_t *sent);
 int crpm_level_l2_sync(crpm_level *lv, uint64_t *sent);
+
+/* Level 3 (level_l3.c): the level-1 checkpoint's change, as old XOR new,
+ * sent to the ranks holding parity for it, which add it into their parity
+ * containers (ISA-L Reed-Solomon, l3_code.h).  write is collective over
+ * env->comm. */
+enum { CRPM_L3_HOOK_SENT = 1, CRPM_L3_HOOK_APPLIED, CRPM_L3_HOOK_COMMITTED };
+typedef struct crpm_l3_opts {
+    int group_size, parity;    /* K nodes per group, M parity units */
+    const int *members;        /* nranks entries: member index of each rank in its group */
+    const int *groups;         /* nranks entries: its group (ranks of one group share it) */
+    uint64_t segment_size, block_size; /* the containers' geometry (0: defaults) */
+    int persistence;
+    const crpm_backend *backend; /* overrides persistence (tests) */
+    double lock_wait_s;
+    int verify;                /* tests: compare the parity with a full re-encode after each checkpoint */
+    void (*hook)(void *arg, int point); /* process-kill tests */
+    void *hook_arg;
+} crpm_l3_opts;
+int crpm_level_l3(crpm_level *lv, const crpm_level_env *env, const crpm_l3_opts *o);
+/* Follow this container from now on (NULL: none). */
+void crpm_level_l3_attach(crpm_level *lv, crpm_container *own);
+/* Restart: this rank's parity container as found (opened if it exists). */
+enum { CRPM_L3F_FILE, CRPM_L3F_OK, CRPM_L3F_EPOCH, CRPM_L3F_PREV, CRPM_L3F_RUN0, CRPM_L3F_RUN1, CRPM_L3F_N };
+void crpm_level_l3_facts(crpm_level *lv, int64_t out[CRPM_L3F_N]);
+/* Restart: the parity goes to the job's agreed epoch (rolled back when one
+ * ahead); *usable = 0 when it does not describe that epoch. */
+int crpm_level_l3_at(crpm_level *lv, uint64_t epoch, int *usable);
+/* Restart, collective: lost[r] != 0 for ranks whose container is rebuilt
+ * from the survivors of their group (their containers at the agreed epoch)
+ * and the parity of ranks with usable[r] != 0.  On a lost rank, *img gets
+ * its regions (ptr into img->buf) and user id. */
+typedef struct crpm_l3_image {
+    char *buf;
+    crpm_array *regions;
+    int nregions;
+    uint64_t user_id;
+} crpm_l3_image;
+int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *usable, crpm_l3_image *img,
+                          uint64_t *sent);
+void crpm_l3_image_free(crpm_l3_image *img);
+/* Collective: every parity container is re-encoded from the containers
+ * unless all already describe the committed epoch (force: re-encode). */
+int crpm_level_l3_sync(crpm_level *lv, int force, uint64_t *sent);
 
 /* Level 4; `restart_path` is the file chosen at restart ("" = none). */
 int crpm_level_l4(crpm_level *lv, const crpm_level_env *env, const char *restart_path);

@@ -23,7 +23,7 @@
 
 enum key_id {
     K_CKPT_DIR, K_JOB_NAME, K_CKPT_INTERVAL, K_CKPT_INTERVAL_S, K_KEEP_LAST_CKPT, K_VERBOSITY,
-    K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4, K_MTBF_S, K_MTBF_L4_S, K_NODE_SIZE, K_CKPT_INTERVAL_L2,
+    K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4, K_MTBF_S, K_MTBF_L4_S, K_NODE_SIZE, K_CKPT_INTERVAL_L2, K_GROUP_SIZE, K_L3_PARITY, K_CKPT_INTERVAL_L3,
     K_SEGMENT_SIZE, K_BLOCK_SIZE, K_PERSISTENCE, K_METHOD, K_CHANGE_TRACKING,
     K_LOCK_WAIT_S, K_ON_UNRECOVERABLE, K_L2_FULL_COPY,
     K_COUNT
@@ -45,6 +45,9 @@ static const struct key_desc {
     [K_MTBF_L4_S] = {"basic", "mtbf_l4_s"},
     [K_NODE_SIZE] = {"basic", "node_size"},
     [K_CKPT_INTERVAL_L2] = {"basic", "ckpt_interval_l2"},
+    [K_GROUP_SIZE] = {"basic", "group_size"},
+    [K_L3_PARITY] = {"basic", "l3_parity"},
+    [K_CKPT_INTERVAL_L3] = {"basic", "ckpt_interval_l3"},
     [K_SEGMENT_SIZE] = {"advanced", "segment_size"},
     [K_BLOCK_SIZE] = {"advanced", "block_size"},
     [K_PERSISTENCE] = {"advanced", "persistence"},
@@ -70,6 +73,8 @@ void crpm_config_defaults(crpm_config *cfg)
     cfg->verbosity = 1;
     cfg->persistence = CRPM_PERSIST_AUTO;
     cfg->lock_wait_s = 5;
+    cfg->group_size = 4;
+    cfg->l3_parity = 1;
 }
 
 static int parse_long(const char *v, long lo, long hi, long *out)
@@ -194,6 +199,21 @@ static int set_basic(crpm_config *cfg, int k, const char *value, const char **wa
     case K_CKPT_INTERVAL_L2:
         ok = parse_long(value, 0, 1L << 40, &l) == 0;
         cfg->ckpt_interval_l2 = l;
+        *want = "a count >= 0";
+        break;
+    case K_GROUP_SIZE:
+        ok = parse_long(value, 2, 255, &l) == 0;
+        cfg->group_size = l;
+        *want = "nodes per group, 2 to 255";
+        break;
+    case K_L3_PARITY:
+        ok = parse_long(value, 1, 127, &l) == 0;
+        cfg->l3_parity = l;
+        *want = "parity units per group, 1 to group_size / 2";
+        break;
+    case K_CKPT_INTERVAL_L3:
+        ok = parse_long(value, 0, 1L << 40, &l) == 0;
+        cfg->ckpt_interval_l3 = l;
         *want = "a count >= 0";
         break;
     case K_KEEP_LAST_CKPT:

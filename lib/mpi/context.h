@@ -28,6 +28,9 @@ typedef struct crpm_ctx {
     crpm_level primary;
     crpm_level l4;
     crpm_level l2;             /* partner copies (ops NULL with one node or method = full) */
+    crpm_level l3;             /* parity over node groups (ops NULL when the layout is impossible) */
+    int *l3_groups, *l3_members; /* level 3: each rank's group and member index */
+    char l3_why[512];          /* why level 3 is not available */
     crpm_level *source;        /* what crpm_recover reads; NULL = fresh start */
     int status;                /* CRPM_STATUS_* decided at init */
     int recovered;             /* snapshot must not recover a second time */

@@ -23,6 +23,11 @@ enum crpm_fact {
     CRPM_F_REP_PREV,
     CRPM_F_REP_RUN0,
     CRPM_F_REP_RUN1,
+    CRPM_F_PAR_OK,   /* level 3: its parity container opened */
+    CRPM_F_PAR_EPOCH,/* ... job epoch its committed parity describes */
+    CRPM_F_PAR_PREV, /* ... and its previous one (-1 = none) */
+    CRPM_F_PAR_RUN0,
+    CRPM_F_PAR_RUN1,
     CRPM_F_N
 };
 
@@ -71,6 +76,16 @@ crpm_verdict crpm_decide_restart(const crpm_restart_facts *f);
  * as the usable containers, takes the copy's facts in its row (rows are
  * changed) and restore[rank] = 1.  Returns how many ranks that is. */
 int crpm_decide_l2_patch(int64_t *rows, int nranks, int64_t *restore);
+
+/* Level 3, after the level-2 patch: in each group (groups[r], members[r]:
+ * group and member index of rank r; K members, M parity units) that lost
+ * at most M containers (missing or damaged, not mismatched), the lost ranks
+ * take the facts of a container at the epoch E the survivors and enough
+ * parity of every affected codeword describe (the survivors' lowest epoch,
+ * else the one before), one E for the whole job; rebuild[r] = 1 for them.
+ * Returns how many ranks that is. */
+int crpm_decide_l3_patch(int64_t *rows, int nranks, const int *groups, const int *members, int K, int M,
+                         int64_t *rebuild);
 
 /* Sets the message of an error verdict for rank `me` (own_msg: its own open
  * or rollback error text, may be "") and returns the code. */

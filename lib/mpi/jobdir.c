@@ -136,6 +136,7 @@ int crpm_jobdir_finish_removal(crpm_ctx *ctx)
     rc = crpm_unlink_quiet(ctx->path);
     crpm_jobdir_extra_ranks(ctx, 1);
     remove_prefixed(ctx, "partner-"); /* a finished run's partner copies */
+    remove_prefixed(ctx, "parity-");  /* and parity containers */
     rc = crpm_agree(ctx->comm, ctx->rank, rc, what);
     if (rc == 0 && ctx->rank == 0) {
         if (ctx->l4.ops && ctx->l4.ops->remove)
@@ -181,6 +182,8 @@ int crpm_jobdir_remove(crpm_ctx *ctx)
             ctx->primary.ops->remove(&ctx->primary);
         if (ctx->l2.ops && ctx->l2.ops->remove)
             ctx->l2.ops->remove(&ctx->l2);
+        if (ctx->l3.ops && ctx->l3.ops->remove)
+            ctx->l3.ops->remove(&ctx->l3);
         rc = crpm_agree(ctx->comm, ctx->rank, rc, fn);
     }
     if (rc == 0 && ctx->rank == 0) {

@@ -28,6 +28,9 @@ typedef struct gathered {
     int64_t *restore;          /* level 2: ranks whose container comes back from its partner copy */
     int nrestore;
     int l2_in_use;             /* some rank has a partner copy file */
+    int64_t *rebuild;          /* level 3: ranks whose container is rebuilt from parity */
+    int nrebuild;
+    int l3_in_use;             /* some rank has a parity container file */
     int l4_id;
     uint64_t l4_epoch;
 } gathered;
@@ -80,6 +83,16 @@ static int gather(crpm_ctx *ctx, gathered *g)
         mine[CRPM_F_REP_PREV] = rep[CRPM_L2F_PREV];
         mine[CRPM_F_REP_RUN0] = rep[CRPM_L2F_RUN0];
         mine[CRPM_F_REP_RUN1] = rep[CRPM_L2F_RUN1];
+    }
+    if (ctx->l3.ops) {
+        /* level 3: the parity this rank holds */
+        int64_t par[CRPM_L3F_N];
+        crpm_level_l3_facts(&ctx->l3, par);
+        mine[CRPM_F_PAR_OK] = par[CRPM_L3F_OK] ? 1 : par[CRPM_L3F_FILE] ? -1 : 0;
+        mine[CRPM_F_PAR_EPOCH] = par[CRPM_L3F_EPOCH];
+        mine[CRPM_F_PAR_PREV] = par[CRPM_L3F_PREV];
+        mine[CRPM_F_PAR_RUN0] = par[CRPM_L3F_RUN0];
+        mine[CRPM_F_PAR_RUN1] = par[CRPM_L3F_RUN1];
     }
     g->all = malloc(sizeof(int64_t) * CRPM_F_N * (size_t)ctx->nranks);
     if (!g->all)
@@ -217,11 +230,116 @@ static int restore_l2(crpm_ctx *ctx, gathered *g)
     return rc;
 }
 
+/* Level 3 exists where the job's nodes form groups (api.c decided). */
+static int open_l3(crpm_ctx *ctx)
+{
+    if (!ctx->l3_groups)
+        return CRPM_SUCCESS;
+    crpm_l3_opts o = {
+        .group_size = (int)ctx->cfg.group_size,
+        .parity = (int)ctx->cfg.l3_parity,
+        .members = ctx->l3_members,
+        .groups = ctx->l3_groups,
+        .segment_size = ctx->cfg.segment_size,
+        .block_size = ctx->cfg.block_size,
+        .persistence = ctx->cfg.persistence,
+        .lock_wait_s = ctx->cfg.lock_wait_s,
+    };
+    crpm_testhook_l3(ctx, &o);
+    return crpm_level_l3(&ctx->l3, &ctx->env, &o);
+}
+
+/* A rebuilt image becomes this rank's container at the agreed epoch:
+ * written under a temporary name, then renamed into place. */
+static int write_rebuilt(crpm_ctx *ctx, const crpm_l3_image *img, int64_t epoch, crpm_container **out)
+{
+    char tmp[CRPM_PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", ctx->path);
+    int rc = crpm_unlink_quiet(tmp);
+    crpm_container *c = NULL;
+    if (rc == 0)
+        rc = crpm_jobdir_open(ctx, tmp, 1, &c);
+    for (int i = 0; rc == 0 && i < img->nregions; i++) {
+        const crpm_array *a = &img->regions[i];
+        rc = crpm_container_protect(c, a->id, a->ptr, a->count, a->type_code, a->elem_size);
+    }
+    crpm_stats_t st;
+    if (rc == 0)
+        rc = crpm_container_checkpoint(c, img->user_id, &st);
+    if (rc == 0)
+        rc = crpm_container_renumber(c, (uint64_t)epoch);
+    if (c)
+        crpm_container_close(c);
+    if (rc == 0)
+        rc = crpm_durable_rename(tmp, ctx->path);
+    if (rc == 0)
+        rc = crpm_jobdir_open(ctx, ctx->path, 0, out);
+    return rc;
+}
+
+/* Containers lost with their nodes come back from their groups' survivors
+ * and parity; survivors and parity go to the agreed epoch first. */
+static int restore_l3(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
+{
+    int lost = g->rebuild[ctx->rank] != 0, usable = 0, rc = CRPM_SUCCESS;
+    if (lost) {
+        rc = set_aside(ctx, g);
+        /* the identity every container of the run holds (the decision checked it) */
+        memcpy(ctx->run_id, &g->all[(size_t)ctx->rank * CRPM_F_N + CRPM_F_RUN0], sizeof ctx->run_id);
+    } else if ((int64_t)crpm_container_epoch(g->c) == v->epoch + 1) {
+        rc = crpm_container_rollback(g->c);
+    }
+    if (rc == 0) {
+        crpm_level_l3_attach(&ctx->l3, lost ? NULL : g->c);
+        rc = crpm_level_l3_at(&ctx->l3, (uint64_t)v->epoch, &usable);
+    }
+    rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init: preparing the level-3 rebuild");
+    int64_t *use = calloc((size_t)ctx->nranks, sizeof *use), u = usable;
+    if (rc == 0)
+        rc = crpm_agree(ctx->comm, ctx->rank, use ? 0 : crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory"),
+                        "crpm_init");
+    if (rc == 0) {
+        int mrc = MPI_Allgather(&u, 1, MPI_INT64_T, use, 1, MPI_INT64_T, ctx->comm);
+        if (mrc != MPI_SUCCESS)
+            rc = crpm_mpi_fail(mrc, "crpm_init: MPI_Allgather");
+    }
+    crpm_l3_image img = {0};
+    uint64_t sent = 0;
+    double t0 = crpm_now(), t1 = t0;
+    if (rc == 0) {
+        rc = crpm_agree(ctx->comm, ctx->rank, crpm_level_l3_rebuild(&ctx->l3, g->rebuild, use, &img, &sent),
+                        "crpm_init: rebuilding containers from level-3 parity");
+        t1 = crpm_now();
+    }
+    if (rc == 0)
+        rc = crpm_agree(ctx->comm, ctx->rank, lost ? write_rebuilt(ctx, &img, v->epoch, &g->c) : CRPM_SUCCESS,
+                        "crpm_init: writing a container rebuilt from level-3 parity");
+    if (rc == 0 && ctx->cfg.verbosity >= 2) {
+        double mine[3] = {lost ? (double)(img.regions ? 1 : 0) : 0, crpm_now() - t0, t1 - t0}, mx[3];
+        uint64_t bytes = 0;
+        for (int i = 0; i < img.nregions; i++)
+            bytes += crpm_array_bytes(&img.regions[i]);
+        double b = (double)bytes, bmax = 0;
+        if (MPI_Allreduce(mine, mx, 3, MPI_DOUBLE, MPI_MAX, ctx->comm) == MPI_SUCCESS &&
+            MPI_Allreduce(&b, &bmax, 1, MPI_DOUBLE, MPI_MAX, ctx->comm) == MPI_SUCCESS && ctx->rank == 0)
+            printf("[crpm] restart: %d container%s rebuilt from level-3 parity at epoch %lld (%.2f MiB per lost rank: "
+                   "decoded in %.3f s, %.2f GB/s; written in %.3f s in all)\n", g->nrebuild,
+                   g->nrebuild == 1 ? "" : "s", (long long)v->epoch, bmax / 1048576.0, mx[2],
+                   mx[2] > 0 ? bmax / mx[2] / 1e9 : 0.0, mx[1]);
+        fflush(stdout);
+    }
+    crpm_l3_image_free(&img);
+    free(use);
+    return rc;
+}
+
 int crpm_restart(crpm_ctx *ctx)
 {
     gathered g;
     memset(&g, 0, sizeof g);
     int rc = crpm_agree(ctx->comm, ctx->rank, open_l2(ctx), "crpm_init: locking the partner copies");
+    if (rc == 0)
+        rc = crpm_agree(ctx->comm, ctx->rank, open_l3(ctx), "crpm_init: locking the parity containers");
     if (rc != 0)
         return rc;
     rc = gather(ctx, &g);
@@ -236,11 +354,24 @@ int crpm_restart(crpm_ctx *ctx)
                 g.l2_in_use |= g.all[(size_t)r * CRPM_F_N + CRPM_F_REP_FILE] != 0;
         }
     }
+    if (rc == 0 && ctx->l3.ops) {
+        if (!(g.rebuild = calloc((size_t)ctx->nranks, sizeof *g.rebuild)))
+            rc = crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
+        rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init");
+        if (rc == 0) {
+            for (int r = 0; r < ctx->nranks; r++)
+                g.l3_in_use |= g.all[(size_t)r * CRPM_F_N + CRPM_F_PAR_OK] != 0;
+            g.nrebuild = crpm_decide_l3_patch(g.all, ctx->nranks, ctx->l3_groups, ctx->l3_members,
+                                              (int)ctx->cfg.group_size, (int)ctx->cfg.l3_parity, g.rebuild);
+        }
+    }
     crpm_verdict v = {0};
     if (rc == 0) {
         v = crpm_decide_restart(&g.f);
         if (v.kind == CRPM_V_L1 && g.nrestore)
             rc = restore_l2(ctx, &g);
+        if (rc == 0 && v.kind == CRPM_V_L1 && g.nrebuild)
+            rc = restore_l3(ctx, &g, &v);
         if (ctx->rank == 0 && ctx->cfg.verbosity >= 3)
             printf("[crpm] init: %d of %d containers exist, %d unreadable, epochs %lld..%lld, other rank count: "
                    "%s\n", v.n_exist, ctx->nranks, v.n_fail, (long long)(v.emax < 0 ? 0 : v.emin),
@@ -319,7 +450,7 @@ int crpm_restart(crpm_ctx *ctx)
         g.c = NULL;
         if (rc == 0 && v.kind == CRPM_V_L1) {
             ctx->source = &ctx->primary;
-            ctx->status = g.nrestore ? CRPM_STATUS_L2 : CRPM_STATUS_L1;
+            ctx->status = g.nrebuild ? CRPM_STATUS_L3 : g.nrestore ? CRPM_STATUS_L2 : CRPM_STATUS_L1;
         }
     }
     if (rc == 0 && ctx->l2.ops) {
@@ -333,8 +464,23 @@ int crpm_restart(crpm_ctx *ctx)
                             "crpm_init: bringing the partner copies up to date");
         }
     }
+    if (rc == 0 && ctx->l3.ops) {
+        /* parity follows the container from here; after a level-1 restart
+         * it is brought to the agreed epoch, re-encoded where it is not */
+        crpm_level_l3_attach(&ctx->l3, crpm_level_l1_container(&ctx->primary));
+        if (v.kind == CRPM_V_L1 && (g.l3_in_use || g.nrebuild)) {
+            int usable = 0;
+            uint64_t sent = 0;
+            rc = g.nrebuild ? CRPM_SUCCESS : crpm_level_l3_at(&ctx->l3, (uint64_t)v.epoch, &usable);
+            rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init: loading the parity");
+            if (rc == 0)
+                rc = crpm_agree(ctx->comm, ctx->rank, crpm_level_l3_sync(&ctx->l3, g.nrebuild != 0, &sent),
+                                "crpm_init: bringing the parity up to date");
+        }
+    }
     crpm_container_close(g.c);
     free(g.all);
     free(g.restore);
+    free(g.rebuild);
     return rc;
 }

@@ -8,6 +8,7 @@
 
 /* level 2's points, apart from the container's */
 #define L2_BASE 100
+#define L3_BASE 200
 
 #ifdef CRPM_TEST_HOOKS
 static void kill_hook(void *arg, int point, uint64_t epoch)
@@ -27,7 +28,7 @@ int crpm_testhook_parse(crpm_ctx *ctx)
     for (const char *p = v; *p;) {
         int r, n, end = 0;
         char point[32];
-        if (sscanf(p, "%d:%31[a-z_2]:%d%n", &r, point, &n, &end) != 3 || (p[end] && p[end] != ',') || n < 1)
+        if (sscanf(p, "%d:%31[a-z_23]:%d%n", &r, point, &n, &end) != 3 || (p[end] && p[end] != ',') || n < 1)
             return crpm_error(CRPM_ERR_CONFIG, "CRPM_TEST_KILL='%s': expected <rank>:<point>:<n>[,...]", v);
         int pt = strcmp(point, "before_data") == 0    ? CRPM_HOOK_BEFORE_DATA
                  : strcmp(point, "after_data") == 0   ? CRPM_HOOK_AFTER_DATA
@@ -35,10 +36,13 @@ int crpm_testhook_parse(crpm_ctx *ctx)
                  : strcmp(point, "l2_sent") == 0      ? L2_BASE + CRPM_L2_HOOK_SENT
                  : strcmp(point, "l2_applied") == 0   ? L2_BASE + CRPM_L2_HOOK_APPLIED
                  : strcmp(point, "l2_committed") == 0 ? L2_BASE + CRPM_L2_HOOK_COMMITTED
+                 : strcmp(point, "l3_sent") == 0      ? L3_BASE + CRPM_L3_HOOK_SENT
+                 : strcmp(point, "l3_applied") == 0   ? L3_BASE + CRPM_L3_HOOK_APPLIED
+                 : strcmp(point, "l3_committed") == 0 ? L3_BASE + CRPM_L3_HOOK_COMMITTED
                                                       : 0;
         if (!pt)
             return crpm_error(CRPM_ERR_CONFIG, "CRPM_TEST_KILL='%s': point must be before_data, after_data, "
-                              "after_commit, l2_sent, l2_applied or l2_committed", v);
+                              "after_commit, l2_sent, l2_applied, l2_committed, l3_sent, l3_applied or l3_committed", v);
         if (r == ctx->rank && ctx->nkills < (int)(sizeof ctx->kills / sizeof ctx->kills[0])) {
             ctx->kills[ctx->nkills].point = pt;
             ctx->kills[ctx->nkills].n = n;
@@ -64,6 +68,17 @@ void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o)
         o->hook_arg = ctx;
     }
 }
+static void l3_hook(void *arg, int point) { kill_hook(arg, L3_BASE + point, 0); }
+
+void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o)
+{
+    if (ctx->nkills) {
+        o->hook = l3_hook;
+        o->hook_arg = ctx;
+    }
+    const char *v = getenv("CRPM_TEST_L3_VERIFY");
+    o->verify = v && *v && strcmp(v, "0") != 0;
+}
 #else
 int crpm_testhook_parse(crpm_ctx *ctx)
 {
@@ -78,6 +93,11 @@ void crpm_testhook_attach(crpm_ctx *ctx, crpm_container *c)
 }
 
 void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o)
+{
+    (void)ctx;
+    (void)o;
+}
+void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o)
 {
     (void)ctx;
     (void)o;

@@ -15,5 +15,8 @@ int crpm_testhook_parse(crpm_ctx *ctx);
 void crpm_testhook_attach(crpm_ctx *ctx, crpm_container *c);
 /* The same for level 2's points. */
 void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o);
+/* Level 3: kill points l3_sent, l3_applied, l3_committed; CRPM_TEST_L3_VERIFY=1
+ * checks the parity against a full re-encode after every level-3 checkpoint. */
+void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o);
 
 #endif

@@ -6,6 +6,7 @@
 #include "agree.h"
 #include "error.h"
 #include "topology.h"
+#include "l3_code.h"
 
 /* Rank of local index `l` on node `n` (node[] holds every rank's node). */
 static int rank_at(const int *node, int nranks, int n, int l)
@@ -127,4 +128,46 @@ int crpm_topology_expand(const crpm_topology *t, const char *pattern, char *out,
     }
     out[o] = '\0';
     return CRPM_SUCCESS;
+}
+
+int crpm_topology_l3(MPI_Comm comm, const crpm_topology *t, int K, int M, int **groups, int **members)
+{
+    int nranks;
+    MPI_Comm_size(comm, &nranks);
+    *groups = *members = NULL;
+    int mine[3] = {t->node, t->local, t->nlocal};
+    int *all = malloc(sizeof(int) * 3 * (size_t)nranks);
+    if (!all)
+        return crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
+    int mrc = MPI_Allgather(mine, 3, MPI_INT, all, 3, MPI_INT, comm);
+    if (mrc != MPI_SUCCESS) {
+        free(all);
+        return crpm_mpi_fail(mrc, "crpm_init: MPI_Allgather of the nodes");
+    }
+    int rc = crpm_l3_layout_check(t->nnodes, K, M);
+    for (int r = 0; rc == 0 && r < nranks; r++)
+        for (int q = 0; q < nranks; q++)
+            if (all[3 * q] / K == all[3 * r] / K && all[3 * q + 2] != all[3 * r + 2]) {
+                rc = crpm_error(CRPM_ERR_CONFIG, "level 3: nodes %d and %d of one group hold %d and %d ranks; every "
+                                "node of a group needs the same number", all[3 * r], all[3 * q], all[3 * r + 2],
+                                all[3 * q + 2]);
+                break;
+            }
+    if (rc == 0) {
+        *groups = malloc(sizeof(int) * (size_t)nranks);
+        *members = malloc(sizeof(int) * (size_t)nranks);
+        if (!*groups || !*members)
+            rc = crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
+    }
+    for (int r = 0; rc == 0 && r < nranks; r++) {
+        (*groups)[r] = (all[3 * r] / K) * nranks + all[3 * r + 1];
+        (*members)[r] = all[3 * r] % K;
+    }
+    if (rc != 0) {
+        free(*groups);
+        free(*members);
+        *groups = *members = NULL;
+    }
+    free(all);
+    return rc;
 }

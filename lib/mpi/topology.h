@@ -19,6 +19,14 @@ typedef struct crpm_topology {
     int nowners;
 } crpm_topology;
 
+/* Level 3, collective over comm: groups of K consecutive nodes; groups[r]
+ * and members[r] (nranks entries each, allocated) are rank r's group and
+ * member index (its node within the group); the ranks of one group are one
+ * per node with the same local rank.  CRPM_ERR_CONFIG with the reason when
+ * no such layout exists (l3_code.h rules, or nodes of one group holding
+ * different numbers of ranks). */
+int crpm_topology_l3(MPI_Comm comm, const crpm_topology *t, int K, int M, int **groups, int **members);
+
 /* Collective over comm. */
 int crpm_topology_build(MPI_Comm comm, int node_size, crpm_topology *t);
 void crpm_topology_free(crpm_topology *t);

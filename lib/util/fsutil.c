@@ -156,6 +156,11 @@ int crpm_name_partner(char *out, size_t len, const char *job_dir, int owner)
     return fit(snprintf(out, len, "%s/partner-%d.crpm", job_dir, owner), len, "a partner copy");
 }
 
+int crpm_name_parity(char *out, size_t len, const char *job_dir, int holder)
+{
+    return fit(snprintf(out, len, "%s/parity-%d.crpm", job_dir, holder), len, "a parity container");
+}
+
 int crpm_parse_partner_name(const char *name)
 {
     int k, end = 0;

@@ -1,0 +1,1028 @@
+/* Level 3: Reed-Solomon parity of the level-1 containers over a group of
+ * nodes (layout and coding: l3_code.h), updated with the change alone.
+ *
+ * What is coded is each rank's *image* of its committed checkpoint: a meta
+ * area (region table, user id), then every saved region's segments in slot
+ * order, each segment zero beyond the region's end.  Right after the
+ * level-1 commit of epoch e+1 the container still holds epoch e intact (the
+ * committed copies of e are never written by e+1), so a rank can send, for
+ * every segment whose committed copy changed, delta = new XOR old of the
+ * blocks that differ.  Holders add g * delta into their parity (kept in DRAM
+ * as the working copy of an ordinary container, parity-<rank>.crpm, which
+ * the engine checkpoints under the usual two-copy protocol: epoch e's parity
+ * stays recoverable until every rank committed e+1).
+ *
+ * A delta needs the parity and the image to describe the same epoch: when
+ * the previous checkpoint was not level 3, after a failed one, after a
+ * restart whose parity is not at the agreed epoch, or when the region table
+ * changed, the checkpoint re-encodes everything (the same exchange with old
+ * = 0 and the parity zeroed).  Transfers run in rounds of at most
+ * ROUND_BYTES per rank and codeword set, so memory stays bounded. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "fsutil.h"
+#include "l3_code.h"
+#include "level.h"
+#include "mpi_error.h"
+#include "persist_file.h"
+
+#define TAG_L3 7400            /* + codeword (< 256) */
+#define ROUND_BYTES (64ull << 20)
+#define META_MAGIC "CRPML3M1"
+#define META_REC 24u
+
+typedef struct img_reg {
+    int32_t id, type;
+    uint64_t elem, count, nsegs, first; /* first: its first image segment */
+    crpm_seg *segs;
+} img_reg;
+
+/* A rank's image of one committed epoch; segment bytes are read through
+ * the container's mapping (phys indices, not pointers: the mapping moves). */
+typedef struct image {
+    unsigned char *meta;
+    uint64_t meta_len, meta_segs;
+    img_reg *reg;
+    int nreg;
+    uint64_t nsegs;
+} image;
+
+typedef struct l3_state {
+    crpm_l3_opts o;
+    int *grp;                  /* ranks of this group by member index */
+    int g, k;                  /* member index, data units per codeword */
+    crpm_l3_layout lay;
+    crpm_l3_code code;
+    crpm_container *own;
+    uint64_t segsize, blksize;
+    /* data side: the image the parity was last built from */
+    image base;
+    int have_base;
+    uint64_t base_epoch;
+    image cur;                 /* the image of the checkpoint being written */
+    /* holder side */
+    char ppath[CRPM_PATH_MAX], plock[CRPM_PATH_MAX + 8];
+    int plock_fd;
+    crpm_container *pc;        /* NULL: missing or unusable (pwhy) */
+    char pwhy[256];
+    int pfile;                 /* its file existed at open */
+    unsigned char **par;       /* M buffers of plen bytes: parity of codeword (g - h) mod K, row h */
+    uint64_t plen;
+    uint64_t par_epoch;        /* job epoch par and pc's committed state describe; 0 = none */
+    int par_committed;         /* this write committed pc */
+} l3_state;
+
+static l3_state *st_of(crpm_level *lv) { return lv->state; }
+
+/* ---- images ------------------------------------------------------------------ */
+
+static void image_free(image *im)
+{
+    for (int i = 0; i < im->nreg; i++)
+        free(im->reg[i].segs);
+    free(im->reg);
+    free(im->meta);
+    memset(im, 0, sizeof *im);
+}
+
+static void put64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
+static uint64_t get64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* The committed epoch of c as an image. */
+static int image_of(crpm_container *c, image *im)
+{
+    memset(im, 0, sizeof *im);
+    uint64_t seg = c->sb.segment_size;
+    int n = 0;
+    for (int i = 0; i < c->nregions; i++)
+        n += c->regions[i].saved != 0;
+    im->reg = calloc((size_t)n + 1, sizeof *im->reg);
+    im->meta_len = META_REC + (uint64_t)n * META_REC;
+    im->meta_segs = (im->meta_len + seg - 1) / seg;
+    im->meta = calloc(1, im->meta_len);
+    if (!im->reg || !im->meta) {
+        image_free(im);
+        return crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
+    }
+    memcpy(im->meta, META_MAGIC, 8);
+    put64(im->meta + 8, (uint64_t)n);
+    put64(im->meta + 16, c->user_id);
+    uint64_t next = im->meta_segs;
+    for (int i = 0; i < c->nregions; i++) {
+        const crpm_region *r = &c->regions[i];
+        if (!r->saved)
+            continue;
+        img_reg *d = &im->reg[im->nreg];
+        *d = (img_reg){r->id, r->type_code, r->elem_size, r->count, r->nsegs, next, NULL};
+        d->segs = malloc(sizeof *d->segs * (r->nsegs ? r->nsegs : 1));
+        if (!d->segs) {
+            image_free(im);
+            return crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
+        }
+        if (r->nsegs)
+            memcpy(d->segs, r->segs, sizeof *d->segs * r->nsegs);
+        unsigned char *m = im->meta + META_REC * (uint64_t)(1 + im->nreg);
+        memcpy(m, &d->id, 4);
+        memcpy(m + 4, &d->type, 4);
+        put64(m + 8, d->elem);
+        put64(m + 16, d->count);
+        im->nreg++;
+        next += r->nsegs;
+    }
+    im->nsegs = next;
+    return CRPM_SUCCESS;
+}
+
+static int same_layout(const image *a, const image *b)
+{
+    if (a->meta_segs != b->meta_segs || a->nreg != b->nreg)
+        return 0;
+    for (int i = 0; i < a->nreg; i++)
+        if (a->reg[i].id != b->reg[i].id || a->reg[i].type != b->reg[i].type || a->reg[i].elem != b->reg[i].elem ||
+            a->reg[i].count != b->reg[i].count)
+            return 0;
+    return 1;
+}
+
+/* Image segment s: its bytes (NULL: zeros), how many are defined (the rest
+ * are zero) and the physical segment holding them (CRPM_NO_PHYS: none). */
+static const char *seg_bytes(crpm_container *c, const image *im, uint64_t s, uint64_t *len, uint32_t *phys)
+{
+    uint64_t seg = c->sb.segment_size;
+    *phys = CRPM_NO_PHYS;
+    *len = 0;
+    if (s >= im->nsegs)
+        return NULL;
+    if (s < im->meta_segs) {
+        uint64_t off = s * seg;
+        *len = im->meta_len - off < seg ? im->meta_len - off : seg;
+        return (const char *)im->meta + off;
+    }
+    int lo = 0, hi = im->nreg - 1;
+    while (lo < hi) { /* last region starting at or before s */
+        int mid = (lo + hi + 1) / 2;
+        if (im->reg[mid].first <= s)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    const img_reg *r = &im->reg[lo];
+    uint64_t k = s - r->first, bytes = r->count * r->elem;
+    if (k >= r->nsegs || !r->segs[k].state)
+        return NULL;
+    *len = bytes - k * seg < seg ? bytes - k * seg : seg;
+    *phys = r->segs[k].phys[r->segs[k].state - 1];
+    return crpm_seg_addr(c, *phys);
+}
+
+/* ---- deltas ------------------------------------------------------------------ */
+
+/* Ranges of one codeword's parity offsets with their delta bytes. */
+typedef struct builder {
+    uint64_t *ent;             /* (off, len) pairs */
+    size_t nent, capent;
+    unsigned char *data;
+    size_t ndata, capdata;
+    int err;
+} builder;
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem, int *err)
+{
+    if (need <= *cap)
+        return p;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *n = realloc(p, c * elem);
+    if (!n) {
+        *err = 1;
+        return p;
+    }
+    *cap = c;
+    return n;
+}
+
+static unsigned char *builder_add(builder *b, uint64_t off, uint64_t len)
+{
+    b->data = grow(b->data, &b->capdata, b->ndata + len, 1, &b->err);
+    if (b->err)
+        return NULL;
+    if (b->nent && b->ent[2 * b->nent - 2] + b->ent[2 * b->nent - 1] == off) {
+        b->ent[2 * b->nent - 1] += len;
+    } else {
+        b->ent = grow(b->ent, &b->capent, 2 * b->nent + 2, sizeof *b->ent, &b->err);
+        if (b->err)
+            return NULL;
+        b->ent[2 * b->nent] = off;
+        b->ent[2 * b->nent + 1] = len;
+        b->nent++;
+    }
+    unsigned char *p = b->data + b->ndata;
+    b->ndata += len;
+    return p;
+}
+
+/* dst = a ^ b over n bytes; returns whether any byte is nonzero. */
+static int xor_into(unsigned char *dst, const unsigned char *a, const unsigned char *b, size_t n)
+{
+    uint64_t any = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        x ^= y;
+        any |= x;
+        memcpy(dst + i, &x, 8);
+    }
+    for (; i < n; i++) {
+        dst[i] = a[i] ^ b[i];
+        any |= dst[i];
+    }
+    return any != 0;
+}
+
+/* Appends the blocks of image segment s where `nw` and `old` (NULL: zeros)
+ * differ, at parity offset poff. */
+static void delta_seg(l3_state *s, const image *nw, const image *old, uint64_t seg_i, uint64_t poff, builder *b,
+                      unsigned char *tmp)
+{
+    uint64_t ln = 0, lo = 0;
+    uint32_t pn, po = CRPM_NO_PHYS;
+    const unsigned char *n = (const unsigned char *)seg_bytes(s->own, nw, seg_i, &ln, &pn);
+    const unsigned char *o = old ? (const unsigned char *)seg_bytes(s->own, old, seg_i, &lo, &po) : NULL;
+    if (old && pn != CRPM_NO_PHYS && pn == po && ln == lo)
+        return; /* the same committed copy: not written by this checkpoint */
+    uint64_t len = ln > lo ? ln : lo, blk = s->blksize;
+    static const unsigned char zero[4096];
+    for (uint64_t off = 0; off < len; off += blk) {
+        uint64_t m = len - off < blk ? len - off : blk;
+        const unsigned char *x = n && off + m <= ln ? n + off : NULL, *y = o && off + m <= lo ? o + off : NULL;
+        unsigned char *bx = tmp, *by = tmp + blk;
+        if (!x) { /* partly or wholly beyond the defined bytes: zero-pad */
+            memset(bx, 0, m);
+            if (n && off < ln)
+                memcpy(bx, n + off, ln - off);
+            x = bx;
+        }
+        if (!y) {
+            if (o && off < lo) {
+                memset(by, 0, m);
+                memcpy(by, o + off, lo - off);
+                y = by;
+            } else if (m <= sizeof zero) {
+                y = zero;
+            } else {
+                memset(by, 0, m);
+                y = by;
+            }
+        }
+        unsigned char *d = tmp + 2 * blk;
+        if (xor_into(d, x, y, m)) {
+            unsigned char *p = builder_add(b, poff + off, m);
+            if (p)
+                memcpy(p, d, m);
+        }
+    }
+}
+
+/* ---- exchange ---------------------------------------------------------------- */
+
+static int recv_msg(MPI_Comm comm, int src, int tag, unsigned char **buf, int *len)
+{
+    MPI_Message msg;
+    MPI_Status stt;
+    int rc = MPI_Mprobe(src, tag, comm, &msg, &stt);
+    if (rc != MPI_SUCCESS)
+        return crpm_mpi_fail(rc, "level 3: MPI_Mprobe");
+    MPI_Get_count(&stt, MPI_BYTE, len);
+    *buf = malloc(*len > 0 ? (size_t)*len : 1);
+    if (!*buf) { /* received anyway (the sender waits), then the error */
+        unsigned char sink;
+        MPI_Mrecv(&sink, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        return crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
+    }
+    rc = MPI_Mrecv(*buf, *len, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+    return rc == MPI_SUCCESS ? CRPM_SUCCESS : crpm_mpi_fail(rc, "level 3: MPI_Mrecv");
+}
+
+/* Applies one message: count, (off, len) pairs, then the bytes. */
+static int apply_msg(l3_state *s, const unsigned char *m, int len, int h, int i, unsigned char *par, int from)
+{
+    uint64_t n = len >= 8 ? get64(m) : UINT64_MAX;
+    if (n > ((uint64_t)len - 8) / 16)
+        return crpm_error(CRPM_ERR_CORRUPT, "level 3: malformed delta from rank %d", from);
+    const unsigned char *data = m + 8 + 16 * n;
+    uint64_t avail = (uint64_t)len - 8 - 16 * n, used = 0;
+    for (uint64_t e = 0; e < n; e++) {
+        uint64_t off = get64(m + 8 + 16 * e), l = get64(m + 16 + 16 * e);
+        if (l > avail - used || off > s->plen || l > s->plen - off)
+            return crpm_error(CRPM_ERR_CORRUPT, "level 3: delta from rank %d out of range", from);
+        crpm_l3_update(&s->code, h, i, data + used, par + off, l);
+        used += l;
+    }
+    return CRPM_SUCCESS;
+}
+
+/* Collective: every rank sends the difference between image nw and old
+ * (NULL: zeros) to the holders, which add it into target (M buffers of
+ * plen bytes; psegs parity segments).  *sent adds the payload. */
+static int exchange(crpm_level *lv, const image *nw, const image *old, uint64_t psegs, unsigned char **target,
+                    uint64_t *sent, int hook)
+{
+    l3_state *s = st_of(lv);
+    MPI_Comm comm = lv->env->comm;
+    int K = s->lay.K, M = s->lay.M, k = s->k;
+    uint64_t seg = s->segsize, T = ROUND_BYTES / (seg * (uint64_t)k);
+    if (T < 1)
+        T = 1;
+    builder *b = calloc((size_t)k, sizeof *b);
+    unsigned char **out = calloc((size_t)k, sizeof *out);
+    MPI_Request *req = malloc(sizeof *req * (size_t)(k * M));
+    unsigned char *tmp = malloc(3 * s->blksize + 8);
+    int rc = (!b || !out || !req || !tmp) ? crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory") : CRPM_SUCCESS;
+    /* a rank that cannot take part still sends empty messages: nobody waits forever */
+    for (uint64_t t0 = 0; t0 < psegs; t0 += T) {
+        uint64_t t1 = t0 + T < psegs ? t0 + T : psegs;
+        int nreq = 0;
+        for (int j = 0; b && out && req && j < k; j++) {
+            b[j].nent = b[j].ndata = 0;
+            for (uint64_t t = t0; rc == 0 && tmp && t < t1; t++) {
+                uint64_t si = t * (uint64_t)k + (uint64_t)j;
+                if (si < nw->nsegs || (old && si < old->nsegs))
+                    delta_seg(s, nw, old, si, t * seg, &b[j], tmp);
+            }
+            if (b[j].err && rc == 0)
+                rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory for the delta");
+            size_t ne = rc == 0 ? b[j].nent : 0, nd = rc == 0 ? b[j].ndata : 0;
+            size_t len = 8 + 16 * ne + nd;
+            free(out[j]);
+            out[j] = malloc(len);
+            if (!out[j] || len > (size_t)INT32_MAX) {
+                rc = rc ? rc : crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
+                ne = nd = 0;
+                len = 8;
+                if (!out[j] && !(out[j] = malloc(8)))
+                    continue; /* the holders will fail on a missing message: MPI errors are fatal anyway */
+            }
+            put64(out[j], ne);
+            for (size_t e = 0; e < ne; e++) {
+                put64(out[j] + 8 + 16 * e, b[j].ent[2 * e]);
+                put64(out[j] + 16 + 16 * e, b[j].ent[2 * e + 1]);
+            }
+            if (nd)
+                memcpy(out[j] + 8 + 16 * ne, b[j].data, nd);
+            int c = crpm_l3_codeword_of(&s->lay, s->g, j);
+            for (int h = 0; h < M; h++) {
+                int to = s->grp[crpm_l3_holder(&s->lay, c, h)];
+                int mrc = MPI_Isend(out[j], (int)len, MPI_BYTE, to, TAG_L3 + c, comm, &req[nreq++]);
+                if (mrc != MPI_SUCCESS) {
+                    nreq--;
+                    rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Isend");
+                }
+                *sent += nd;
+            }
+        }
+        if (hook && t0 == 0 && s->o.hook)
+            s->o.hook(s->o.hook_arg, CRPM_L3_HOOK_SENT);
+        for (int h = 0; h < M; h++) {
+            int c = ((s->g - h) % K + K) % K;
+            for (int i = 0; i < k; i++) {
+                int from = s->grp[crpm_l3_data_member(&s->lay, c, i)];
+                unsigned char *m = NULL;
+                int len = 0;
+                int lrc = recv_msg(comm, from, TAG_L3 + c, &m, &len);
+                if (lrc == 0 && rc == 0)
+                    lrc = apply_msg(s, m, len, h, i, target[h], from);
+                free(m);
+                rc = rc ? rc : lrc;
+            }
+        }
+        int wrc = nreq ? MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+        if (wrc != MPI_SUCCESS)
+            rc = rc ? rc : crpm_mpi_fail(wrc, "level 3: MPI_Waitall");
+    }
+    for (int j = 0; b && j < k; j++) {
+        free(b[j].ent);
+        free(b[j].data);
+        if (out)
+            free(out[j]);
+    }
+    free(b);
+    free(out);
+    free(req);
+    free(tmp);
+    return rc;
+}
+
+/* ---- the parity container ---------------------------------------------------- */
+
+static void open_parity(crpm_level *lv)
+{
+    l3_state *s = st_of(lv);
+    struct stat sb;
+    s->pfile = stat(s->ppath, &sb) == 0;
+    if (s->pc || !s->pfile)
+        return;
+    crpm_open_opts oo = {.path = s->ppath, .job_name = lv->env->job_name, .rank = lv->env->rank,
+                         .nranks = lv->env->nranks, .persistence = s->o.persistence, .backend = s->o.backend};
+    if (crpm_container_open(&oo, &s->pc, NULL) != 0) {
+        s->pc = NULL;
+        snprintf(s->pwhy, sizeof s->pwhy, "%s", crpm_last_error());
+    }
+    crpm_error_clear(); /* a parity container that does not open is a fact, not an error */
+}
+
+/* Parity buffers of at least `bytes` each, protected in pc. */
+static int size_parity(l3_state *s, uint64_t bytes, int zero)
+{
+    int M = s->lay.M;
+    if (bytes > s->plen) {
+        for (int h = 0; h < M; h++) {
+            unsigned char *n = realloc(s->par[h], bytes);
+            if (!n)
+                return crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory for %llu bytes of parity",
+                                  (unsigned long long)bytes);
+            memset(n + s->plen, 0, bytes - s->plen);
+            s->par[h] = n;
+        }
+        s->plen = bytes;
+    }
+    for (int h = 0; zero && h < M; h++)
+        memset(s->par[h], 0, s->plen);
+    for (int h = 0; s->pc && h < M; h++) {
+        int c = ((s->g - h) % s->lay.K + s->lay.K) % s->lay.K;
+        int rc = crpm_container_protect(s->pc, c, s->par[h], s->plen, CRPM_TC_BYTE, 1);
+        if (rc)
+            return rc;
+    }
+    return CRPM_SUCCESS;
+}
+
+/* A parity container to write into: the open one, or a new one (a file
+ * that does not open holds nothing the data containers cannot re-encode). */
+static int ensure_parity(crpm_level *lv)
+{
+    l3_state *s = st_of(lv);
+    if (s->pc)
+        return CRPM_SUCCESS;
+    char tmp[CRPM_PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", s->ppath);
+    crpm_unlink_quiet(tmp);
+    uint8_t run[CRPM_RUN_ID_LEN];
+    crpm_container_run_id(s->own, run);
+    crpm_open_opts oo = {.path = tmp, .segment_size = s->segsize, .block_size = s->blksize,
+                         .job_name = lv->env->job_name, .rank = lv->env->rank, .nranks = lv->env->nranks,
+                         .persistence = s->o.persistence, .backend = s->o.backend, .create = 1, .run_id = run};
+    crpm_container *c = NULL;
+    int rc = crpm_container_open(&oo, &c, NULL);
+    if (rc == 0)
+        crpm_container_close(c);
+    if (rc == 0)
+        rc = crpm_durable_rename(tmp, s->ppath);
+    oo.path = s->ppath;
+    oo.create = 0;
+    if (rc == 0)
+        rc = crpm_container_open(&oo, &s->pc, NULL);
+    if (rc != 0)
+        s->pc = NULL;
+    s->par_epoch = 0;
+    return rc;
+}
+
+/* Full re-encode check (tests): the parity equals what the committed
+ * images give when encoded from scratch. */
+static int verify(crpm_level *lv, const image *im, uint64_t psegs)
+{
+    l3_state *s = st_of(lv);
+    int M = s->lay.M, rc = CRPM_SUCCESS;
+    unsigned char **ref = calloc((size_t)M, sizeof *ref);
+    for (int h = 0; ref && h < M; h++)
+        if (!(ref[h] = calloc(1, s->plen ? s->plen : 1)))
+            rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
+    if (!ref)
+        return crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
+    uint64_t unused = 0;
+    int xrc = exchange(lv, im, NULL, psegs, ref, &unused, 0);
+    rc = rc ? rc : xrc;
+    for (int h = 0; rc == 0 && h < M; h++)
+        for (uint64_t off = 0; off < s->plen; off++)
+            if (ref[h][off] != s->par[h][off]) {
+                rc = crpm_error(CRPM_ERR_CORRUPT, "level 3: parity of codeword %d (rank %d) differs from a full "
+                                "re-encode at byte %llu", ((s->g - h) % s->lay.K + s->lay.K) % s->lay.K,
+                                lv->env->rank, (unsigned long long)off);
+                break;
+            }
+    for (int h = 0; h < M; h++)
+        free(ref[h]);
+    free(ref);
+    return rc;
+}
+
+/* ---- checkpoints --------------------------------------------------------------- */
+
+/* Collective: the image `cur` of the committed epoch goes into the parity,
+ * as a delta against base when `want_delta` and everyone can, else whole.
+ * Commits the parity container with the job epoch as its user id. */
+static int encode(crpm_level *lv, int want_delta, uint64_t *sent, int hook)
+{
+    l3_state *s = st_of(lv);
+    uint64_t epoch = crpm_container_epoch(s->own);
+    int need_full = !want_delta || !s->have_base || s->base_epoch + 1 != epoch ||
+                    !crpm_container_prev_available(s->own) || !same_layout(&s->base, &s->cur) ||
+                    s->par_epoch + 1 != epoch || !s->pc;
+    int lrc = ensure_parity(lv);
+    int64_t v[3] = {lrc != 0, need_full, (int64_t)((s->cur.nsegs + (uint64_t)s->k - 1) / (uint64_t)s->k)}, r[3];
+    int mrc = MPI_Allreduce(v, r, 3, MPI_INT64_T, MPI_MAX, lv->env->comm);
+    if (mrc != MPI_SUCCESS)
+        return crpm_mpi_fail(mrc, "level 3: MPI_Allreduce");
+    if (r[0])
+        return lrc ? lrc : crpm_error(CRPM_ERR_IO, "level 3: another rank could not open its parity container");
+    uint64_t psegs = (uint64_t)r[2];
+    int full = r[1] != 0;
+    int rc = size_parity(s, psegs * s->segsize, full);
+    s->par_epoch = 0; /* par changes from here: it describes no epoch until committed */
+    int xrc = exchange(lv, &s->cur, full ? NULL : &s->base, psegs, s->par, sent, hook);
+    rc = rc ? rc : xrc;
+    if (hook && rc == 0 && s->o.hook)
+        s->o.hook(s->o.hook_arg, CRPM_L3_HOOK_APPLIED);
+    if (rc == 0) {
+        crpm_stats_t pst;
+        rc = crpm_container_checkpoint(s->pc, epoch, &pst);
+        s->par_committed = rc == 0;
+        if (rc == 0)
+            s->par_epoch = epoch;
+    }
+    if (hook && rc == 0 && s->o.hook)
+        s->o.hook(s->o.hook_arg, CRPM_L3_HOOK_COMMITTED);
+    if (s->o.verify) {
+        int64_t ok = rc == 0, all = 0;
+        mrc = MPI_Allreduce(&ok, &all, 1, MPI_INT64_T, MPI_MIN, lv->env->comm);
+        if (mrc != MPI_SUCCESS)
+            return crpm_mpi_fail(mrc, "level 3: MPI_Allreduce");
+        if (all)
+            rc = verify(lv, &s->cur, psegs);
+    }
+    return rc;
+}
+
+static int l3_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm_stats_t *st, int *committed)
+{
+    (void)a;
+    (void)n;
+    (void)id;
+    l3_state *s = st_of(lv);
+    *committed = 0;
+    s->par_committed = 0;
+    image_free(&s->cur);
+    int rc = s->own ? image_of(s->own, &s->cur) : crpm_error(CRPM_ERR_STATE, "level 3: no container attached");
+    int64_t ok = rc == 0, all = 0;
+    int mrc = MPI_Allreduce(&ok, &all, 1, MPI_INT64_T, MPI_MIN, lv->env->comm);
+    if (mrc != MPI_SUCCESS)
+        return crpm_mpi_fail(mrc, "level 3: MPI_Allreduce");
+    if (!all)
+        return rc ? rc : crpm_error(CRPM_ERR_STATE, "level 3: another rank could not describe its checkpoint");
+    uint64_t sent = 0;
+    rc = encode(lv, 1, &sent, 1);
+    st->bytes_sent += sent;
+    *committed = s->par_committed;
+    return rc;
+}
+
+/* Every rank committed: the parity describes this epoch's images. */
+static int l3_committed(crpm_level *lv, int64_t id)
+{
+    (void)id;
+    l3_state *s = st_of(lv);
+    image_free(&s->base);
+    s->base = s->cur;
+    memset(&s->cur, 0, sizeof s->cur);
+    s->have_base = 1;
+    s->base_epoch = crpm_container_epoch(s->own);
+    s->par_committed = 0;
+    return CRPM_SUCCESS;
+}
+
+/* Another rank failed: the parity goes back with the containers; the next
+ * level-3 checkpoint re-encodes (the DRAM parity holds the failed one). */
+static int l3_undo(crpm_level *lv)
+{
+    l3_state *s = st_of(lv);
+    int rc = CRPM_SUCCESS;
+    if (s->par_committed && s->pc && crpm_container_rollback(s->pc) != 0) {
+        rc = crpm_error(CRPM_ERR_IO, "%s", crpm_last_error());
+        crpm_container_close(s->pc);
+        s->pc = NULL;
+    }
+    s->par_committed = 0;
+    s->par_epoch = 0;
+    image_free(&s->cur);
+    return rc;
+}
+
+static int l3_remove(crpm_level *lv)
+{
+    l3_state *s = st_of(lv);
+    char p[CRPM_PATH_MAX + 16];
+    crpm_container_close(s->pc);
+    s->pc = NULL;
+    crpm_unlink_quiet(s->ppath);
+    snprintf(p, sizeof p, "%s.tmp", s->ppath);
+    crpm_unlink_quiet(p);
+    crpm_unlock_file(s->plock_fd, s->plock, 1);
+    s->plock_fd = -1;
+    return CRPM_SUCCESS;
+}
+
+static void l3_close(crpm_level *lv)
+{
+    l3_state *s = st_of(lv);
+    crpm_container_close(s->pc);
+    if (s->plock_fd >= 0)
+        crpm_unlock_file(s->plock_fd, s->plock, 0);
+    image_free(&s->base);
+    image_free(&s->cur);
+    for (int h = 0; s->par && h < s->lay.M; h++)
+        free(s->par[h]);
+    free(s->par);
+    free(s->grp);
+    crpm_l3_code_free(&s->code);
+    free(s);
+}
+
+static const crpm_level_ops l3_ops = {
+    .name = "L3",
+    .write = l3_write,
+    .committed = l3_committed,
+    .undo = l3_undo,
+    .remove = l3_remove,
+    .close = l3_close,
+};
+
+int crpm_level_l3(crpm_level *lv, const crpm_level_env *env, const crpm_l3_opts *o)
+{
+    l3_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    s->o = *o;
+    s->o.members = s->o.groups = NULL; /* the caller's */
+    s->plock_fd = -1;
+    s->lay = (crpm_l3_layout){o->group_size, o->parity};
+    s->k = o->group_size - o->parity;
+    s->g = o->members[env->rank];
+    s->segsize = o->segment_size ? o->segment_size : CRPM_DEFAULT_SEGMENT;
+    s->blksize = o->block_size ? o->block_size : CRPM_DEFAULT_BLOCK;
+    *lv = (crpm_level){&l3_ops, env, s};
+    s->grp = malloc(sizeof *s->grp * (size_t)o->group_size);
+    s->par = calloc((size_t)o->parity, sizeof *s->par);
+    int rc = s->grp && s->par ? crpm_l3_code_init(&s->code, s->k, o->parity)
+                              : crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    for (int j = 0; s->grp && j < o->group_size; j++)
+        s->grp[j] = -1;
+    for (int r = 0; rc == 0 && r < env->nranks; r++)
+        if (o->groups[r] == o->groups[env->rank])
+            s->grp[o->members[r]] = r;
+    for (int j = 0; rc == 0 && j < o->group_size; j++)
+        if (s->grp[j] < 0)
+            rc = crpm_error(CRPM_ERR_CONFIG, "level 3: the group of rank %d lacks member %d", env->rank, j);
+    if (rc == 0)
+        rc = crpm_name_parity(s->ppath, sizeof s->ppath, env->job_dir, env->rank);
+    snprintf(s->plock, sizeof s->plock, "%s.lock", s->ppath);
+    if (rc == 0)
+        rc = crpm_lock_file(s->plock, o->lock_wait_s, &s->plock_fd);
+    if (rc == 0)
+        open_parity(lv);
+    if (rc != 0)
+        crpm_level_close(lv);
+    return rc;
+}
+
+void crpm_level_l3_attach(crpm_level *lv, crpm_container *own)
+{
+    l3_state *s = st_of(lv);
+    s->own = own;
+    image_free(&s->base);
+    s->have_base = 0;
+    if (own) {
+        s->segsize = crpm_container_segment_size(own);
+        s->blksize = crpm_container_block_size(own);
+        if (crpm_container_epoch(own) && image_of(own, &s->base) == 0) {
+            s->have_base = 1;
+            s->base_epoch = crpm_container_epoch(own);
+        }
+        crpm_error_clear(); /* without a base the next checkpoint re-encodes */
+    }
+}
+
+/* ---- restart ---------------------------------------------------------------- */
+
+void crpm_level_l3_facts(crpm_level *lv, int64_t out[CRPM_L3F_N])
+{
+    l3_state *s = st_of(lv);
+    memset(out, 0, sizeof(int64_t) * CRPM_L3F_N);
+    out[CRPM_L3F_FILE] = s->pfile;
+    out[CRPM_L3F_OK] = s->pc != NULL;
+    out[CRPM_L3F_PREV] = -1;
+    if (!s->pc)
+        return;
+    out[CRPM_L3F_EPOCH] = (int64_t)crpm_container_user_id(s->pc);
+    uint64_t prev = 0;
+    if (crpm_container_prev_available(s->pc) && crpm_container_prev_user_id(s->pc, &prev) == 0)
+        out[CRPM_L3F_PREV] = (int64_t)prev;
+    crpm_error_clear();
+    uint8_t id[CRPM_RUN_ID_LEN];
+    crpm_container_run_id(s->pc, id);
+    memcpy(&out[CRPM_L3F_RUN0], id, sizeof id);
+}
+
+int crpm_level_l3_at(crpm_level *lv, uint64_t epoch, int *usable)
+{
+    l3_state *s = st_of(lv);
+    *usable = 0;
+    s->par_epoch = 0;
+    if (!s->pc)
+        return CRPM_SUCCESS;
+    uint64_t prev = 0;
+    int rc = CRPM_SUCCESS;
+    if (crpm_container_user_id(s->pc) == epoch + 1 && crpm_container_prev_available(s->pc) &&
+        crpm_container_prev_user_id(s->pc, &prev) == 0 && prev == epoch)
+        rc = crpm_container_rollback(s->pc);
+    crpm_error_clear();
+    if (rc != 0 || crpm_container_user_id(s->pc) != epoch || !crpm_container_epoch(s->pc))
+        return rc; /* describes another epoch: re-encoded after the restart */
+    /* the parity's regions as saved: one per codeword held, all plen long */
+    int n = crpm_container_nregions(s->pc);
+    uint64_t len = 0;
+    for (int i = 0; i < n; i++) {
+        crpm_array r;
+        if (crpm_container_region(s->pc, i, &r) == 0 && crpm_array_bytes(&r) > len)
+            len = crpm_array_bytes(&r);
+    }
+    if (n != s->lay.M)
+        return CRPM_SUCCESS;
+    if (!s->segsize)
+        s->segsize = crpm_container_segment_size(s->pc), s->blksize = crpm_container_block_size(s->pc);
+    rc = size_parity(s, len, 1);
+    if (rc == 0)
+        rc = crpm_container_recover(s->pc);
+    if (rc != 0) {
+        crpm_error_clear();
+        return CRPM_SUCCESS; /* unusable: re-encoded */
+    }
+    s->par_epoch = epoch;
+    *usable = 1;
+    return CRPM_SUCCESS;
+}
+
+void crpm_l3_image_free(crpm_l3_image *img)
+{
+    free(img->buf);
+    free(img->regions);
+    memset(img, 0, sizeof *img);
+}
+
+/* The regions a rebuilt image describes, checked against its size. */
+static int parse_image(crpm_l3_image *img, uint64_t bytes, uint64_t seg, int rank)
+{
+    const unsigned char *m = (const unsigned char *)img->buf;
+    if (bytes < META_REC || memcmp(m, META_MAGIC, 8) != 0)
+        return crpm_error(CRPM_ERR_CORRUPT, "level 3: the rebuilt checkpoint of rank %d has no valid header", rank);
+    uint64_t n = get64(m + 8);
+    if (n > (bytes - META_REC) / META_REC)
+        return crpm_error(CRPM_ERR_CORRUPT, "level 3: the rebuilt checkpoint of rank %d is not valid", rank);
+    img->user_id = get64(m + 16);
+    img->regions = calloc(n + 1, sizeof *img->regions);
+    if (!img->regions)
+        return crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
+    uint64_t next = (META_REC * (1 + n) + seg - 1) / seg;
+    for (uint64_t i = 0; i < n; i++) {
+        const unsigned char *r = m + META_REC * (1 + i);
+        crpm_array *a = &img->regions[i];
+        memcpy(&a->id, r, 4);
+        memcpy(&a->type_code, r + 4, 4);
+        a->elem_size = get64(r + 8);
+        a->count = get64(r + 16);
+        if (!a->elem_size || a->count > bytes / a->elem_size)
+            return crpm_error(CRPM_ERR_CORRUPT, "level 3: the rebuilt checkpoint of rank %d is not valid", rank);
+        uint64_t b = a->count * a->elem_size, ns = (b + seg - 1) / seg;
+        if (next > bytes / seg || ns > bytes / seg - next)
+            return crpm_error(CRPM_ERR_CORRUPT, "level 3: the rebuilt checkpoint of rank %d is not valid", rank);
+        a->ptr = img->buf + next * seg;
+        next += ns;
+    }
+    img->nregions = (int)n;
+    return CRPM_SUCCESS;
+}
+
+int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *usable, crpm_l3_image *img,
+                          uint64_t *sent)
+{
+    l3_state *s = st_of(lv);
+    MPI_Comm comm = lv->env->comm;
+    int K = s->lay.K, M = s->lay.M, k = s->k, me = lv->env->rank;
+    int i_am_lost = lost[me] != 0;
+    memset(img, 0, sizeof *img);
+    image im = {0};
+    int rc = CRPM_SUCCESS;
+    if (!i_am_lost)
+        rc = s->own ? image_of(s->own, &im) : crpm_error(CRPM_ERR_STATE, "level 3: no container attached");
+    if (!s->segsize && s->own)
+        s->segsize = crpm_container_segment_size(s->own), s->blksize = crpm_container_block_size(s->own);
+    int64_t v[2] = {rc != 0, (int64_t)((im.nsegs + (uint64_t)k - 1) / (uint64_t)k)}, r[2];
+    if (s->par_epoch && s->segsize && (int64_t)(s->plen / s->segsize) > v[1])
+        v[1] = (int64_t)(s->plen / s->segsize);
+    int mrc = MPI_Allreduce(v, r, 2, MPI_INT64_T, MPI_MAX, comm);
+    if (mrc != MPI_SUCCESS) {
+        image_free(&im);
+        return crpm_mpi_fail(mrc, "level 3: MPI_Allreduce");
+    }
+    if (r[0]) {
+        image_free(&im);
+        return rc ? rc : crpm_error(CRPM_ERR_STATE, "level 3: another rank could not read its checkpoint");
+    }
+    uint64_t psegs = (uint64_t)r[1], seg = s->segsize;
+    /* per codeword of this group: which units survive, and the decoder */
+    crpm_l3_decoder *dec = calloc((size_t)K, sizeof *dec);
+    int *has_lost = calloc((size_t)K, sizeof *has_lost);
+    if (!dec || !has_lost)
+        rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
+    for (int c = 0; rc == 0 && c < K; c++) {
+        int avail[255];
+        for (int i = 0; i < k; i++) {
+            avail[i] = !lost[s->grp[crpm_l3_data_member(&s->lay, c, i)]];
+            has_lost[c] |= !avail[i];
+        }
+        for (int h = 0; h < M; h++) {
+            int hr = s->grp[crpm_l3_holder(&s->lay, c, h)];
+            avail[k + h] = !lost[hr] && usable[hr];
+        }
+        if (has_lost[c])
+            rc = crpm_l3_decoder_init(&dec[c], &s->code, avail);
+    }
+    /* every rank runs the same rounds; only groups with losses move data */
+    uint64_t T = ROUND_BYTES / (seg * (uint64_t)k);
+    if (T < 1)
+        T = 1;
+    uint64_t img_bytes = psegs * (uint64_t)k * seg;
+    if (rc == 0 && i_am_lost && !(img->buf = calloc(1, img_bytes ? img_bytes : 1)))
+        rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory for the rebuilt checkpoint (%llu bytes)",
+                        (unsigned long long)img_bytes);
+    int64_t okv = rc == 0, oka = 0;
+    mrc = MPI_Allreduce(&okv, &oka, 1, MPI_INT64_T, MPI_MIN, comm);
+    if (mrc != MPI_SUCCESS || !oka) {
+        for (int c = 0; dec && c < K; c++)
+            crpm_l3_decoder_free(&dec[c]);
+        free(dec);
+        free(has_lost);
+        image_free(&im);
+        crpm_l3_image_free(img);
+        return mrc != MPI_SUCCESS ? crpm_mpi_fail(mrc, "level 3: MPI_Allreduce")
+                                  : rc ? rc : crpm_error(CRPM_ERR_STATE, "level 3: another rank cannot rebuild");
+    }
+    size_t cap = (size_t)(T * seg);
+    unsigned char *mine = malloc(cap ? cap : 1);
+    unsigned char **in = calloc((size_t)k, sizeof *in), *outb = malloc(cap ? cap : 1);
+    MPI_Request *req = malloc(sizeof *req * (size_t)(K * K + 1));
+    unsigned char **sbuf = calloc((size_t)(K + 1), sizeof *sbuf);
+    for (int i = 0; in && i < k; i++)
+        in[i] = malloc(cap ? cap : 1);
+    if (!mine || !in || !outb || !req || !sbuf)
+        rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
+    for (uint64_t t0 = 0; rc == 0 && t0 < psegs; t0 += T) {
+        uint64_t t1 = t0 + T < psegs ? t0 + T : psegs, len = (t1 - t0) * seg;
+        int nreq = 0, nsb = 0;
+        /* sources: each unit this rank has of a codeword with a lost data unit */
+        for (int c = 0; c < K; c++) {
+            if (!has_lost[c])
+                continue;
+            int unit = -1;
+            int di = crpm_l3_data_index(&s->lay, c, s->g), pr = crpm_l3_parity_row(&s->lay, c, s->g);
+            if (di >= 0 && !i_am_lost)
+                unit = di;
+            else if (pr >= 0 && !i_am_lost && s->par_epoch)
+                unit = k + pr;
+            int used = 0;
+            for (int q = 0; unit >= 0 && q < k; q++)
+                used |= dec[c].src[q] == unit;
+            if (!used)
+                continue;
+            unsigned char *b = sbuf[nsb++] = malloc(len);
+            if (!b) {
+                rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
+                break;
+            }
+            if (unit < k) {
+                uint64_t ln;
+                uint32_t ph;
+                int j = 0;
+                while (crpm_l3_codeword_of(&s->lay, s->g, j) != c)
+                    j++;
+                for (uint64_t t = t0; t < t1; t++) {
+                    const char *p = seg_bytes(s->own, &im, t * (uint64_t)k + (uint64_t)j, &ln, &ph);
+                    memset(b + (t - t0) * seg, 0, seg);
+                    if (p)
+                        memcpy(b + (t - t0) * seg, p, ln);
+                }
+            } else {
+                unsigned char *p = s->par[unit - k];
+                for (uint64_t x = 0; x < len; x++)
+                    b[x] = t0 * seg + x < s->plen ? p[t0 * seg + x] : 0;
+            }
+            for (int q = 0; q < dec[c].nlost; q++) {
+                int to = s->grp[crpm_l3_data_member(&s->lay, c, dec[c].lost[q])];
+                mrc = MPI_Isend(b, (int)len, MPI_BYTE, to, TAG_L3 + c, comm, &req[nreq++]);
+                if (mrc != MPI_SUCCESS) {
+                    nreq--;
+                    rc = crpm_mpi_fail(mrc, "level 3: MPI_Isend");
+                }
+                *sent += len;
+            }
+        }
+        if (i_am_lost) {
+            for (int j = 0; j < k; j++) {
+                int c = crpm_l3_codeword_of(&s->lay, s->g, j), slot = -1;
+                for (int q = 0; q < dec[c].nlost; q++)
+                    if (dec[c].lost[q] == crpm_l3_data_index(&s->lay, c, s->g))
+                        slot = q;
+                for (int q = 0; q < k; q++) {
+                    int u = dec[c].src[q];
+                    int from = s->grp[u < k ? crpm_l3_data_member(&s->lay, c, u) : crpm_l3_holder(&s->lay, c, u - k)];
+                    mrc = MPI_Recv(in[q], (int)len, MPI_BYTE, from, TAG_L3 + c, comm, MPI_STATUS_IGNORE);
+                    if (mrc != MPI_SUCCESS && rc == 0)
+                        rc = crpm_mpi_fail(mrc, "level 3: MPI_Recv");
+                }
+                if (rc != 0 || slot < 0)
+                    continue;
+                /* decode all lost units of c, keep ours */
+                unsigned char *outs[255];
+                unsigned char *scratch = NULL;
+                if (dec[c].nlost > 1 && !(scratch = malloc(len * (size_t)dec[c].nlost))) {
+                    rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
+                    continue;
+                }
+                for (int q = 0; q < dec[c].nlost; q++)
+                    outs[q] = q == slot ? outb : scratch + (size_t)q * len;
+                crpm_l3_decode(&dec[c], len, in, outs);
+                free(scratch);
+                for (uint64_t t = t0; t < t1; t++)
+                    memcpy(img->buf + (t * (uint64_t)k + (uint64_t)j) * seg, outb + (t - t0) * seg, seg);
+            }
+        }
+        mrc = nreq ? MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+        if (mrc != MPI_SUCCESS && rc == 0)
+            rc = crpm_mpi_fail(mrc, "level 3: MPI_Waitall");
+        for (int q = 0; q < nsb; q++)
+            free(sbuf[q]);
+    }
+    if (rc == 0 && i_am_lost)
+        rc = parse_image(img, img_bytes, seg, me);
+    for (int c = 0; c < K; c++)
+        crpm_l3_decoder_free(&dec[c]);
+    for (int i = 0; in && i < k; i++)
+        free(in[i]);
+    free(in);
+    free(outb);
+    free(mine);
+    free(req);
+    free(sbuf);
+    free(dec);
+    free(has_lost);
+    image_free(&im);
+    if (rc != 0)
+        crpm_l3_image_free(img);
+    return rc;
+}
+
+int crpm_level_l3_sync(crpm_level *lv, int force, uint64_t *sent)
+{
+    l3_state *s = st_of(lv);
+    if (!s->own)
+        return crpm_error(CRPM_ERR_STATE, "level 3: no container attached");
+    uint64_t epoch = crpm_container_epoch(s->own);
+    int64_t need = force || !s->pc || s->par_epoch != epoch || !epoch, all = 0;
+    int mrc = MPI_Allreduce(&need, &all, 1, MPI_INT64_T, MPI_MAX, lv->env->comm);
+    if (mrc != MPI_SUCCESS)
+        return crpm_mpi_fail(mrc, "level 3: MPI_Allreduce");
+    if (!all)
+        return CRPM_SUCCESS;
+    image_free(&s->cur);
+    int rc = image_of(s->own, &s->cur);
+    int64_t ok = rc == 0, okall = 0;
+    mrc = MPI_Allreduce(&ok, &okall, 1, MPI_INT64_T, MPI_MIN, lv->env->comm);
+    if (mrc != MPI_SUCCESS)
+        return crpm_mpi_fail(mrc, "level 3: MPI_Allreduce");
+    if (!okall)
+        return rc ? rc : crpm_error(CRPM_ERR_STATE, "level 3: another rank could not describe its checkpoint");
+    rc = encode(lv, 0, sent, 0);
+    if (rc == 0)
+        l3_committed(lv, 0);
+    return rc;
+}
