@@ -61,7 +61,7 @@ inline Arg parseArg(const std::string &key, const char *value, Options &o, bool 
         o.every = int(v);
         return Arg::Ok;
     }
-    if (v != CRPM_L1 && v != CRPM_L2 && v != CRPM_L4) return Arg::Bad;
+    if (v != CRPM_L1 && v != CRPM_L2 && v != CRPM_L3 && v != CRPM_L4) return Arg::Bad;
     o.level = int(v);
     return Arg::Ok;
 }

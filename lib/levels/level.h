@@ -123,6 +123,7 @@ typedef struct crpm_l3_opts {
     int persistence;
     const crpm_backend *backend; /* overrides persistence (tests) */
     double lock_wait_s;
+    int full_encode;           /* benchmarks: re-encode everything every time (FTI, SCR style) */
     int verify;                /* tests: compare the parity with a full re-encode after each checkpoint */
     void (*hook)(void *arg, int point); /* process-kill tests */
     void *hook_arg;

@@ -591,7 +591,7 @@ static int l3_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm
     if (!all)
         return rc ? rc : crpm_error(CRPM_ERR_STATE, "level 3: another rank could not describe its checkpoint");
     uint64_t sent = 0;
-    rc = encode(lv, 1, &sent, 1);
+    rc = encode(lv, !s->o.full_encode, &sent, 1);
     st->bytes_sent += sent;
     *committed = s->par_committed;
     return rc;

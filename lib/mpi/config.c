@@ -25,7 +25,7 @@ enum key_id {
     K_CKPT_DIR, K_JOB_NAME, K_CKPT_INTERVAL, K_CKPT_INTERVAL_S, K_KEEP_LAST_CKPT, K_VERBOSITY,
     K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4, K_MTBF_S, K_MTBF_L4_S, K_NODE_SIZE, K_CKPT_INTERVAL_L2, K_GROUP_SIZE, K_L3_PARITY, K_CKPT_INTERVAL_L3,
     K_SEGMENT_SIZE, K_BLOCK_SIZE, K_PERSISTENCE, K_METHOD, K_CHANGE_TRACKING,
-    K_LOCK_WAIT_S, K_ON_UNRECOVERABLE, K_L2_FULL_COPY,
+    K_LOCK_WAIT_S, K_ON_UNRECOVERABLE, K_L2_FULL_COPY, K_L3_FULL_ENCODE,
     K_COUNT
 };
 
@@ -56,6 +56,7 @@ static const struct key_desc {
     [K_LOCK_WAIT_S] = {"advanced", "lock_wait_s"},
     [K_ON_UNRECOVERABLE] = {"advanced", "on_unrecoverable"},
     [K_L2_FULL_COPY] = {"advanced", "l2_full_copy"},
+    [K_L3_FULL_ENCODE] = {"advanced", "l3_full_encode"},
 };
 
 typedef struct parse_ctx {
@@ -253,6 +254,10 @@ static int set_advanced(crpm_config *cfg, int k, const char *value, const char *
         else
             ok = 0;
         *want = "error or fresh";
+        break;
+    case K_L3_FULL_ENCODE:
+        ok = parse_bool(value, &cfg->l3_full_encode) == 0;
+        *want = "a boolean";
         break;
     case K_L2_FULL_COPY:
         ok = parse_bool(value, &cfg->l2_full_copy) == 0;

@@ -242,6 +242,7 @@ static int open_l3(crpm_ctx *ctx)
         .groups = ctx->l3_groups,
         .segment_size = ctx->cfg.segment_size,
         .block_size = ctx->cfg.block_size,
+        .full_encode = ctx->cfg.l3_full_encode,
         .persistence = ctx->cfg.persistence,
         .lock_wait_s = ctx->cfg.lock_wait_s,
     };

@@ -1,0 +1,240 @@
+#!/usr/bin/python3
+"""Level-3 benchmark: differential Reed-Solomon parity against a full
+re-encode of the whole checkpoint (what FTI and SCR do), level 2 and level 1.
+
+For HPCCG, CoMD and LULESH, 8 ranks as 8 simulated nodes (node_size = 1,
+ckpt_dir = <dir>/node%n) in two groups of group_size = 4 with l3_parity = 1,
+one invocation runs four variants side by side, rotating their order:
+
+  l1      --ckpt-level 1: the level-1 differential checkpoint alone
+  l3      --ckpt-level 3: level 1, then old XOR new of the changed blocks
+          sent to the parity holders, which add it into their parity
+  l3full  --ckpt-level 3 with [advanced] l3_full_encode = 1: the whole
+          image re-encoded every checkpoint
+  l2      --ckpt-level 2: differential partner copies (storage 1x, not M/(K-M))
+
+Reported per application (slowest rank's checkpoint time, all ranks' bytes,
+medians from the 3rd checkpoint on): time, bytes sent, parity storage, and
+the ratios L3 / full re-encode and L3 / L1.  Then the rebuild after losing a
+node (an l3 run killed after its 3rd checkpoint, node 1 wiped, relaunched):
+the library's decode rate per lost rank.  The ISA-L encode rate of this
+machine comes from bench/l3/encode_rate (results/l3_encode.json).
+
+Targets (issue #15): on LULESH, L3 costs <= 30% of a full re-encode and <= 2x
+L1; reconstruction >= 1 GB/s per lost rank.  Results: <out>/l3.json and l3.md.
+The driver, launch and parsing code is bench/l2/run.py's.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+_spec = importlib.util.spec_from_file_location("bench_l2_run", os.path.join(REPO, "bench", "l2", "run.py"))
+B = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(B)
+A = B.A
+
+NP, NODE_SIZE, GROUP, PARITY = 8, 1, 4, 1
+VARIANTS = ("l1", "l3", "l3full", "l2")
+LEVEL = {"l1": 1, "l3": 3, "l3full": 3, "l2": 2}
+LOST_NODE = 1
+REBUILD_RE = re.compile(r"^\[crpm\] restart: \d+ containers? rebuilt from level-3 parity.*?decoded in "
+                        + A.NUM + r" s, " + A.NUM + r" GB/s")
+
+
+class L3Bench(B.L2Bench):
+    def config(self, variant, ckpt_dir, job, keep=0):
+        path = os.path.join(self.tmp, f"{job}.ini")
+        text = (f"[basic]\nckpt_dir = {ckpt_dir}/node%n\njob_name = {job}\nnode_size = {NODE_SIZE}\n"
+                f"group_size = {GROUP}\nl3_parity = {PARITY}\nkeep_last_ckpt = {keep}\nverbosity = 2\n")
+        adv = list(self.a.crpm_advanced) + (["l3_full_encode = 1"] if variant == "l3full" else [])
+        if adv:
+            text += "[advanced]\n" + "".join(f"{kv}\n" for kv in adv)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def command(self, app, params, variant, cfg):
+        return A.Bench.command(self, app, params, "crpm", cfg) + ["--ckpt-level", str(LEVEL[variant])]
+
+    def rebuild_once(self, app, params):
+        job, ckdir = self.new_job(app, "rebuild")
+        cfg = self.config("l3", ckdir, job, keep=1)
+        cmd = self.command(app, params, "l3", cfg)
+        rec_app = A.APPS[app]["recovered"]
+        out = {}
+        try:
+            seen = [0]
+
+            def third(line):
+                seen[0] += B.parse_ckpt_line(line) is not None
+                return seen[0] >= 3
+            run, _ = self.timed_start(cmd, third, f"{app}/rebuild first run")
+            run.kill()
+            nd = os.path.join(ckdir, f"node{LOST_NODE}")
+            out["lost_bytes"] = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(nd) for f in fs)
+            shutil.rmtree(nd)
+            run, secs = self.timed_start(cmd, lambda ln: bool(rec_app.search(ln)), f"{app}/rebuild")
+            run.kill()
+            reb = [m for m in map(REBUILD_RE.search, run.lines) if m]
+            out["start_to_recovered_s"] = secs
+            out["decode_s"] = float(reb[-1].group(1)) if reb else None
+            out["rebuild_gbps_printed"] = float(reb[-1].group(2)) if reb else None
+            out["rebuild_line"] = reb[-1].group(0) if reb else None
+            out["library_lines"] = [ln for ln in run.lines if ln.startswith("[crpm] restart")][-6:]
+        finally:
+            shutil.rmtree(ckdir, ignore_errors=True)
+        return out
+
+
+def parity_storage(n_protected):
+    """Extra storage per rank of each redundancy scheme, as a share of the data."""
+    return {"l2": 1.0, "l3": PARITY / (GROUP - PARITY)}
+
+
+def summarize(app, runs, rebuilds):
+    med = B.median
+    row = {"app": app}
+    for v in VARIANTS:
+        cks = [r["checkpoints"] for r in runs if r["variant"] == v]
+        if not cks:
+            continue
+        row[f"{v}_ckpt_steady_s"] = med([med([c["seconds"] for c in ck[2:]]) for ck in cks])
+        row[f"{v}_ckpt_total_s"] = med([sum(c["seconds"] for c in ck) for ck in cks])
+        row[f"{v}_sent_steady_B"] = med([med([c["sent"] for c in ck[2:]]) for ck in cks])
+        row[f"{v}_protected_B"] = cks[0][-1]["protected"]
+    row["l3_over_full_time"] = A.ratio(row.get("l3_ckpt_steady_s"), row.get("l3full_ckpt_steady_s"))
+    row["l3_over_l1_time"] = A.ratio(row.get("l3_ckpt_steady_s"), row.get("l1_ckpt_steady_s"))
+    row["l3_over_l2_time"] = A.ratio(row.get("l3_ckpt_steady_s"), row.get("l2_ckpt_steady_s"))
+    row["l3_over_full_bytes"] = A.ratio(row.get("l3_sent_steady_B"), row.get("l3full_sent_steady_B"))
+    row["storage_share"] = parity_storage(row.get("l1_protected_B"))
+    if rebuilds:
+        row["rebuild_gbps_printed"] = med([r["rebuild_gbps_printed"] for r in rebuilds])
+    return row
+
+
+def table(rows):
+    f, mib = B.fmt, B.mib
+    t = ["| app | protected (MiB) | per checkpoint (ms): L1 / L3 / L3 full re-encode / L2 | **L3 / full** | "
+         "**L3 / L1** | sent per checkpoint (MiB): L3 / full / L2 | rebuild (GB/s per lost rank) |",
+         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        ms = [f(None if r.get(f"{v}_ckpt_steady_s") is None else 1e3 * r[f"{v}_ckpt_steady_s"]) for v in VARIANTS]
+        t.append("| {} | {} | {} / {} / {} / {} | **{}** | **{}** | {} / {} / {} | {} |".format(
+            A.APP_NAME[r["app"]], f(mib(r.get("l1_protected_B")), "{:.1f}"), *ms, f(r.get("l3_over_full_time")),
+            f(r.get("l3_over_l1_time")), *(f(mib(r.get(f"{v}_sent_steady_B")), "{:.2f}") for v in ("l3", "l3full", "l2")),
+            f(r.get("rebuild_gbps_printed"))))
+    return "\n".join(t)
+
+
+def targets(rows):
+    out = []
+    for r in rows:
+        if r["app"] == "lulesh":
+            x = r.get("l3_over_full_time")
+            out.append({"app": r["app"], "target": "L3 time <= 30% of a full re-encode", "value": x,
+                        "met": None if x is None else x <= 0.30})
+            x = r.get("l3_over_l1_time")
+            out.append({"app": r["app"], "target": "L3 time <= 2 x L1", "value": x,
+                        "met": None if x is None else x <= 2.0})
+        x = r.get("rebuild_gbps_printed")
+        out.append({"app": r["app"], "target": "reconstruction >= 1 GB/s per lost rank", "value": x,
+                    "met": None if x is None else x >= 1.0})
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", default=os.environ.get("CRPM_BUILD_DIR", os.path.join(REPO, "build")))
+    ap.add_argument("--apps", default="hpccg,comd,lulesh")
+    ap.add_argument("--quick", action="store_true", help="small sizes, one repetition (smoke test)")
+    ap.add_argument("--reps", type=int)
+    ap.add_argument("--rebuild-reps", type=int)
+    ap.add_argument("--ckpt-every", type=int, default=5)
+    ap.add_argument("--crpm-advanced", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--ckpt-root", default="/dev/shm")
+    ap.add_argument("--out-dir", default=os.path.join(REPO, "bench", "results"))
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--mpi-flags", default=os.environ.get("CRPM_MPIEXEC_FLAGS", "--oversubscribe --allow-run-as-root"))
+    ap.add_argument("--timeout", type=float, default=300.0)
+    a = ap.parse_args()
+    a.set = []
+    mode = "quick" if a.quick else "full"
+    reps = a.reps if a.reps is not None else (1 if a.quick else 3)
+    rreps = a.rebuild_reps if a.rebuild_reps is not None else 1
+    a.build_dir, a.ckpt_root = os.path.abspath(a.build_dir), os.path.abspath(a.ckpt_root)
+    params = {app: dict(B.SIZES[app][mode]) for app in a.apps.split(",")}
+    machine = A.machine_info(a)
+    bench = L3Bench(a)
+    t_start = time.time()
+    runs = {x: [] for x in params}
+    rebuilds = {x: [] for x in params}
+    problems = []
+    try:
+        for rep in range(reps):
+            for app in params:
+                order = VARIANTS[rep % 4:] + VARIANTS[:rep % 4]
+                for v in order:
+                    r = bench.run_once(app, params[app], v)
+                    r["variant"] = v
+                    runs[app].append(r)
+                    ck = r["checkpoints"]
+                    print(f"[rep {rep + 1}/{reps}] {app:6s} {v:6s}: {len(ck)} checkpoints, "
+                          f"{sum(c['seconds'] for c in ck):.3f} s in them", flush=True)
+        for app in [x for x in params if runs[x]]:
+            ref = next(r["result_lines"] for r in runs[app] if r["variant"] == "l1")
+            for r in runs[app]:
+                if r["result_lines"] != ref:
+                    problems.append(f"{app}/{r['variant']}: results differ from level 1's")
+                if {c["level"] for c in r["checkpoints"]} != {LEVEL[r["variant"]]}:
+                    problems.append(f"{app}/{r['variant']}: checkpoints of levels "
+                                    f"{sorted({c['level'] for c in r['checkpoints']})}")
+        for rep in range(rreps):
+            for app in params:
+                r = bench.rebuild_once(app, params[app])
+                rebuilds[app].append(r)
+                print(f"[rebuild {rep + 1}/{rreps}] {app:6s}: {B.fmt(r['rebuild_gbps_printed'])} GB/s per lost rank",
+                      flush=True)
+                if r["rebuild_gbps_printed"] is None:
+                    problems.append(f"{app}: no level-3 rebuild line; the library said: {r['library_lines']}")
+    finally:
+        bench.cleanup()
+    machine["loadavg_end"] = os.getloadavg()
+    machine["driver_seconds"] = round(time.time() - t_start, 1)
+    rows = [summarize(app, runs[app], rebuilds[app]) for app in params]
+    tg = targets(rows)
+    enc = os.path.join(REPO, "bench", "results", "l3_encode.json")
+    isal = json.load(open(enc)) if os.path.exists(enc) else None
+    os.makedirs(a.out_dir, exist_ok=True)
+    with open(os.path.join(a.out_dir, "l3.json"), "w") as f:
+        json.dump({"benchmark": "level 3", "machine": machine, "mode": mode, "reps": reps, "ranks": NP,
+                   "node_size": NODE_SIZE, "group_size": GROUP, "l3_parity": PARITY, "params": params,
+                   "command": " ".join(sys.argv), "summary": rows, "targets": tg, "problems": problems,
+                   "isal_encode": isal, "runs": runs, "rebuilds": rebuilds}, f, indent=1)
+    desc = (f"{NP} ranks as {NP // NODE_SIZE} nodes, groups of {GROUP}, l3_parity {PARITY}; {machine.get('cores')} "
+            f"cores; {mode} sizes, medians of {reps} rotating repetitions; load {machine['loadavg_start'][0]:.1f} "
+            f"at start, {machine['loadavg_end'][0]:.1f} at end; {machine.get('date')}, commit "
+            f"{machine.get('git_head', '?')}. Extra storage per rank: L2 1.00x the data, L3 "
+            f"{PARITY / (GROUP - PARITY):.2f}x.")
+    lines = [table(rows), "", desc, ""]
+    for t in tg:
+        lines.append("- {}: {}: {} ({})".format(A.APP_NAME[t["app"]], t["target"], B.fmt(t["value"], "{:.3f}"),
+                                               {True: "met", False: "NOT met", None: "not measured"}[t["met"]]))
+    text = "\n".join(lines)
+    with open(os.path.join(a.out_dir, "l3.md"), "w") as f:
+        f.write(text + "\n")
+    print("\n" + text)
+    for p in problems:
+        print("PROBLEM: " + p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
