@@ -932,9 +932,12 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
                         memcpy(b + (t - t0) * seg, p, ln);
                 }
             } else {
-                unsigned char *p = s->par[unit - k];
-                for (uint64_t x = 0; x < len; x++)
-                    b[x] = t0 * seg + x < s->plen ? p[t0 * seg + x] : 0;
+                const unsigned char *p = s->par[unit - k];
+                uint64_t have = s->plen > t0 * seg ? s->plen - t0 * seg : 0;
+                have = have < len ? have : len;
+                if (have)
+                    memcpy(b, p + t0 * seg, have);
+                memset(b + have, 0, len - have);
             }
             for (int q = 0; q < dec[c].nlost; q++) {
                 int to = s->grp[crpm_l3_data_member(&s->lay, c, dec[c].lost[q])];
