@@ -74,7 +74,7 @@ inline void usage(std::FILE *f, const char *unit, bool withLevel = false) {
     std::fprintf(f, "  --crpm FILE        enable libcrpm checkpointing with config FILE\n");
 #endif
     std::fprintf(f, "  --ckpt-every N     checkpoint every N %s (default 10; 0 = never)\n", unit);
-    if (withLevel) std::fprintf(f, "  --ckpt-level L     1 (node-local, default), 2 (plus partner copy) or 4 (global HDF5)\n");
+    if (withLevel) std::fprintf(f, "  --ckpt-level L     1 (node-local, default), 2 (plus partner copy), 3 (plus group parity) or 4 (global HDF5)\n");
 }
 
 // rc < 0: prints "<app>[<rank>]: <what> failed: <reason> (<last error>)"

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""Level 2 under node losses: kill the whole job, wipe a node, relaunch.
+"""Level 2 or 3 under node losses: kill the whole job, wipe nodes, relaunch.
 
   l2_crash.py --trials T --seed S --result REGEX [--progress REGEX]
               [--crpm-args "ARGS with {cfg}"] [--basic K=V ...] [--advanced K=V ...]
-              --workdir W -- PROGRAM ARGS...
+              [--level 2|3] [--np N] [--node-size S] [--group-size K] [--parity M]
+              [--env K=V ...] --workdir W -- PROGRAM ARGS...
 
 8 ranks run as 4 simulated nodes (node_size = 2, ckpt_dir = <trial>/node%n,
 see l2common.py).  First a run without checkpointing and a failure-free run
@@ -36,6 +37,18 @@ A trial passes when the last launch exits 0 and
     crpm_finalize may leave nothing to recover).
 The reference run must report level-2 checkpoints.  Random choices come
 from --seed (printed); "N passed, M failed" is the last line.
+
+With --level 3 (tests/l3; --np ranks as nodes of --node-size, groups of
+--group-size nodes, l3_parity = --parity set in the configuration) the hooks
+are l3_sent / l3_applied / l3_committed, and the nodes lost are, in every
+group, 1..M random ones (M = --parity); the node of the hooked rank is among
+them in half the trials.  Before launch 1 they are wiped; before a later
+launch, when the launch before got past init (its rebuild done), a new random
+set with probability 1/2, otherwise the same set again with probability 1/2
+(more than M nodes of a group lost before their rebuild is a loss beyond the
+code).  The reference must report level-3 checkpoints and at least one
+relaunch must print "rebuilt from level-3 parity".  --env K=V goes into the
+environment of every launch (CRPM_TEST_L3_VERIFY=1).
 """
 import argparse
 import os
@@ -50,7 +63,9 @@ import l2common as L  # noqa: E402
 from l2common import crpmtest  # noqa: E402
 from crpmtest import Failure, check, complete_lines, tail  # noqa: E402
 
-HOOKS = ("l2_sent", "l2_applied", "l2_committed", None)
+HOOKS = {2: ("l2_sent", "l2_applied", "l2_committed", None),
+         3: ("l3_sent", "l3_applied", "l3_committed", None)}
+REBUILT_L3 = re.compile(r"^\[crpm\] restart: \d+ containers? rebuilt from level-3 parity", re.M)
 
 
 def parse():
@@ -65,12 +80,19 @@ def parse():
     ap.add_argument("--kill-after", default="30:100", metavar="A:B",
                     help="timer kills at A..B %% of the failure-free run's time")
     ap.add_argument("--hook-max", type=int, default=8, help="CRPM_TEST_KILL at checkpoint 2..N")
+    ap.add_argument("--hook-start", type=int, default=0, help="trial t uses kill point t + N of the cycle")
     ap.add_argument("--result", required=True)
     ap.add_argument("--progress")
     ap.add_argument("--crpm-args", default="--crpm {cfg}")
     ap.add_argument("--basic", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--advanced", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per launch")
+    ap.add_argument("--level", type=int, choices=(2, 3), default=2)
+    ap.add_argument("--np", type=int, default=L.NP, help="ranks")
+    ap.add_argument("--node-size", type=int, default=L.NODE_SIZE, help="ranks per simulated node")
+    ap.add_argument("--group-size", type=int, default=4, help="level 3: nodes per group")
+    ap.add_argument("--parity", type=int, default=1, help="level 3: l3_parity, lose up to this many per group")
+    ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="for every launch")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     a = ap.parse_args(argv[:cut])
@@ -82,6 +104,12 @@ def parse():
     a.kill_pct = tuple(float(x) for x in a.kill_after.split(":"))
     a.basic = dict(kv.split("=", 1) for kv in a.basic)
     a.advanced = dict(kv.split("=", 1) for kv in a.advanced)
+    a.env = dict(kv.split("=", 1) for kv in a.env)
+    L.configure(a.np, a.node_size)
+    if a.level == 3:
+        if L.NNODES % a.group_size or not 1 <= a.parity <= a.group_size // 2:
+            ap.error("level 3: %d nodes, groups of %d, parity %d" % (L.NNODES, a.group_size, a.parity))
+        a.basic = dict({"group_size": a.group_size, "l3_parity": a.parity}, **a.basic)
     return a
 
 
@@ -103,18 +131,18 @@ class Ctx:
 
 def reference(c):
     d = crpmtest.make_workdir(os.path.join(c.workdir, "reference"))
-    plain = crpmtest.run_job(c.cmd(None), env=L.launch_env(d), timeout=c.a.timeout)
+    plain = crpmtest.run_job(c.cmd(None), env=L.launch_env(d, c.a.env), timeout=c.a.timeout)
     check(plain.rc == 0, "run without checkpoints: exit %s\n%s" % (plain.rc, tail(plain.out)))
     cfg = c.config(d, "ref")
-    ref = crpmtest.run_job(c.cmd(cfg), env=L.launch_env(d), timeout=c.a.timeout)
+    ref = crpmtest.run_job(c.cmd(cfg), env=L.launch_env(d, c.a.env), timeout=c.a.timeout)
     check(ref.rc == 0, "failure-free run: exit %s\n%s" % (ref.rc, tail(ref.out)))
     res = c.results(ref.out)
     check(res and res == c.results(plain.out),
-          "results with level-2 checkpoints differ from the run without:\n%s\n  without:\n%s" % (
-              "\n".join(res), "\n".join(c.results(plain.out))))
+          "results with level-%d checkpoints differ from the run without:\n%s\n  without:\n%s" % (
+              c.a.level, "\n".join(res), "\n".join(c.results(plain.out))))
     lv = L.levels(ref.out)
-    check(2 in lv, "the failure-free run reported no level-2 checkpoint (levels %s)\n%s" % (
-        sorted(set(lv)), tail(ref.out)))
+    check(c.a.level in lv, "the failure-free run reported no level-%d checkpoint (levels %s)\n%s" % (
+        c.a.level, sorted(set(lv)), tail(ref.out)))
     check(L.recovered_id(ref.out) is None, "the failure-free run recovered something")
     crpmtest.clean_workdir(d)
     return res, set(complete_lines(ref.out)), ref.elapsed, len(lv)
@@ -124,17 +152,21 @@ def run_trial(c, t, ref_res, ref_lines, ref_time, n_ckpt):
     a = c.a
     rng = random.Random(a.seed * 1000003 + t)
     d = crpmtest.make_workdir(os.path.join(c.workdir, "trial-%02d" % t))
-    cfg = c.config(d, "l2crash")
-    point = HOOKS[t % len(HOOKS)]
+    cfg = c.config(d, "l2crash" if a.level == 2 else "l3crash")
+    hooks = HOOKS[a.level]
+    point = hooks[(t + a.hook_start) % len(hooks)]
     hook = None
     if point:
         r = rng.randrange(L.NP)
         hook = "%d:%s:%d" % (r, point, rng.randint(2, max(2, min(a.hook_max, n_ckpt - 1))))
-        lost = (L.node_of(r) + rng.choice((-1, 0, 1))) % L.NNODES
+        if a.level == 2:
+            lost = (L.node_of(r) + rng.choice((-1, 0, 1))) % L.NNODES
+        else:
+            lost = pick_l3(a, rng, L.node_of(r) if rng.random() < 0.5 else None)
     else:
-        lost = rng.randrange(L.NNODES)
+        lost = rng.randrange(L.NNODES) if a.level == 2 else pick_l3(a, rng)
     lo, hi = (x * ref_time / 100 for x in a.kill_pct)
-    wiped = []
+    wiped, sets = [], []
 
     def committed_before(i):
         # A node lost before any checkpoint was reported committed may take
@@ -146,11 +178,32 @@ def run_trial(c, t, ref_res, ref_lines, ref_time, n_ckpt):
                 return True
         return False
 
+    def past_init(k):
+        p = os.path.join(d, "launch-%d.out" % k)
+        text = open(p, errors="replace").read() if os.path.exists(p) else ""
+        return L.recovered_id(text) is not None or bool(L.committed_ids(text)) or bool(
+            a.progress_re and any(a.progress_re.search(x) for x in complete_lines(text)))
+
     def env_for(i):  # called just before launch i, after launch i-1 died: the node loss happens here
-        if (i == 1 or (i > 1 and rng.random() < 0.5)) and committed_before(i):
-            L.wipe(d, [lost])
-            wiped.append(i)
-        return L.launch_env(d, {"CRPM_TEST_KILL": hook} if hook and i == 0 else None)
+        if a.level == 2:
+            if (i == 1 or (i > 1 and rng.random() < 0.5)) and committed_before(i):
+                L.wipe(d, [lost])
+                wiped.append(i)
+        elif i >= 1 and committed_before(i):
+            if not sets:
+                new = lost
+            elif past_init(i - 1):  # every rebuild done: any nodes may go
+                new = pick_l3(a, rng) if rng.random() < 0.5 else None
+            else:
+                new = sets[-1] if rng.random() < 0.5 else None
+            if new:
+                L.wipe(d, new)
+                wiped.append(i)
+                sets.append(new)
+        env = dict(a.env)
+        if hook and i == 0:
+            env["CRPM_TEST_KILL"] = hook
+        return L.launch_env(d, env)
 
     def delay_for(i):
         if i == 0:
@@ -160,7 +213,11 @@ def run_trial(c, t, ref_res, ref_lines, ref_time, n_ckpt):
     status, launches = crpmtest.relaunch_until_done(
         c.cmd(cfg), env_for, delay_for, a.timeout, a.max_kills + 2,
         log_for=lambda i: os.path.join(d, "launch-%d.out" % i), tolerate=lambda i, rc: hook is not None and i == 0)
-    events = ["node %d lost before launch%s %s" % (lost, "es" if len(wiped) > 1 else "", ",".join(map(str, wiped)))]
+    if a.level == 2:
+        events = ["node %d lost before launch%s %s" % (lost, "es" if len(wiped) > 1 else "",
+                                                        ",".join(map(str, wiped)))]
+    else:
+        events = ["nodes %s lost before launch %d" % (",".join(map(str, s)), i) for s, i in zip(sets, wiped)]
     if hook:
         events.insert(0, "hook %s: launch 0 exit %s" % (hook, launches[0]["rc"]))
     texts = [x["text"] for x in launches]
@@ -190,8 +247,10 @@ def run_trial(c, t, ref_res, ref_lines, ref_time, n_ckpt):
             elif rec < newest:
                 why = "launch %d recovered checkpoint %d, older than the committed %d\n%s" % (i, rec, newest,
                                                                                           tail(text))
-            elif i in wiped:
+            elif i in wiped and a.level == 2:
                 l2_restarts += 1
+        if a.level == 3 and REBUILT_L3.search(text):
+            l2_restarts += 1
         ids = L.committed_ids(text) + ([rec] if rec is not None else [])
         if ids:
             newest = max(ids + ([newest] if newest is not None else []))
@@ -206,6 +265,17 @@ def run_trial(c, t, ref_res, ref_lines, ref_time, n_ckpt):
     if not why:
         crpmtest.clean_workdir(d, keep=a.keep)
     return why, events, l2_restarts
+
+
+def pick_l3(a, rng, must=None):
+    """1..M random nodes of every group (M = --parity), node `must` among them."""
+    out = []
+    for g0 in range(0, L.NNODES, a.group_size):
+        nodes = rng.sample(range(g0, g0 + a.group_size), rng.randint(1, a.parity))
+        if must is not None and g0 <= must < g0 + a.group_size and must not in nodes:
+            nodes[0] = must
+        out += sorted(nodes)
+    return out
 
 
 def main():
@@ -230,9 +300,11 @@ def main():
         else:
             passed += 1
             print("trial %d: ok (%s; %.1f s)" % (t, ", ".join(events), time.time() - t0), flush=True)
-    print("%d relaunches after a node loss recovered a checkpoint" % restarts)
+    print("%d relaunches after a node loss recovered a checkpoint%s" % (
+        restarts, " (rebuilt from level-3 parity)" if a.level == 3 else ""))
     if failed == 0 and restarts == 0:
-        print("FAILED: no relaunch after a node loss recovered anything; the kills came too early to test level 2")
+        print("FAILED: no relaunch after a node loss recovered anything; the kills came too early to test level %d"
+              % a.level)
         failed += 1
     crpmtest.clean_workdir(c.workdir, keep=failed > 0 or a.keep)
     print("%d passed, %d failed" % (passed, failed))

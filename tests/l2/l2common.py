@@ -1,4 +1,5 @@
-"""Simulated nodes for the level-2 test drivers (l2_crash.py, l2_scenarios.py).
+"""Simulated nodes for the level-2 and level-3 test drivers (l2_crash.py,
+l2_scenarios.py, tests/l3/l3_scenarios.py).
 
 A job of NP ranks runs as NP / NODE_SIZE nodes on one machine: the
 configuration sets node_size and ckpt_dir = <workdir>/node%n, so each node's
@@ -17,6 +18,15 @@ import crpmtest  # noqa: E402
 NP = 8
 NODE_SIZE = 2
 NNODES = NP // NODE_SIZE
+
+
+def configure(np_, node_size):
+    """Another job shape (level 3 runs 8 ranks as 8 nodes): sets NP,
+    NODE_SIZE and NNODES for every helper here."""
+    global NP, NODE_SIZE, NNODES
+    if np_ % node_size:
+        raise ValueError("%d ranks do not fill nodes of %d" % (np_, node_size))
+    NP, NODE_SIZE, NNODES = np_, node_size, np_ // node_size
 
 # Library notices at verbosity 2 (rank 0): a checkpoint line is printed after
 # every rank committed it; a recovery line inside crpm_recover.
