@@ -498,32 +498,82 @@ static int ensure_parity(crpm_level *lv)
     return rc;
 }
 
-/* Full re-encode check (tests): the parity equals what the committed
- * images give when encoded from scratch. */
+/* Image segments [t0, t1) of codeword slot j, zero-padded, into b. */
+static void pack_segments(l3_state *s, const image *im, int j, uint64_t t0, uint64_t t1, unsigned char *b)
+{
+    uint64_t seg = s->segsize, ln;
+    uint32_t ph;
+    for (uint64_t t = t0; t < t1; t++) {
+        const char *p = seg_bytes(s->own, im, t * (uint64_t)s->k + (uint64_t)j, &ln, &ph);
+        memset(b + (t - t0) * seg, 0, seg);
+        if (p)
+            memcpy(b + (t - t0) * seg, p, ln);
+    }
+}
+
+/* Full re-encode check (tests): every rank sends its image segments raw to
+ * the holders, which encode them from scratch (crpm_l3_encode, not the
+ * delta path) and compare with their parity. */
 static int verify(crpm_level *lv, const image *im, uint64_t psegs)
 {
     l3_state *s = st_of(lv);
-    int M = s->lay.M, rc = CRPM_SUCCESS;
-    unsigned char **ref = calloc((size_t)M, sizeof *ref);
-    for (int h = 0; ref && h < M; h++)
-        if (!(ref[h] = calloc(1, s->plen ? s->plen : 1)))
-            rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
-    if (!ref)
-        return crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
-    uint64_t unused = 0;
-    int xrc = exchange(lv, im, NULL, psegs, ref, &unused, 0);
-    rc = rc ? rc : xrc;
-    for (int h = 0; rc == 0 && h < M; h++)
-        for (uint64_t off = 0; off < s->plen; off++)
-            if (ref[h][off] != s->par[h][off]) {
-                rc = crpm_error(CRPM_ERR_CORRUPT, "level 3: parity of codeword %d (rank %d) differs from a full "
-                                "re-encode at byte %llu", ((s->g - h) % s->lay.K + s->lay.K) % s->lay.K,
-                                lv->env->rank, (unsigned long long)off);
-                break;
+    MPI_Comm comm = lv->env->comm;
+    int K = s->lay.K, M = s->lay.M, k = s->k, rc = CRPM_SUCCESS;
+    uint64_t seg = s->segsize, T = ROUND_BYTES / (seg * (uint64_t)k);
+    T = T ? T : 1;
+    size_t cap = (size_t)(T * seg);
+    unsigned char **mine = calloc((size_t)k, sizeof *mine), **in = calloc((size_t)k, sizeof *in);
+    unsigned char **par = calloc((size_t)M, sizeof *par);
+    MPI_Request *req = malloc(sizeof *req * (size_t)(k * M));
+    int ok = mine && in && par && req;
+    for (int i = 0; ok && i < k; i++)
+        ok = (mine[i] = malloc(cap)) && (in[i] = malloc(cap));
+    for (int h = 0; ok && h < M; h++)
+        ok = (par[h] = malloc(cap)) != NULL;
+    if (!ok)
+        rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory for the parity check");
+    int64_t okv = ok, oka = 0;
+    if (MPI_Allreduce(&okv, &oka, 1, MPI_INT64_T, MPI_MIN, comm) != MPI_SUCCESS || !oka)
+        psegs = 0;
+    for (uint64_t t0 = 0; t0 < psegs; t0 += T) {
+        uint64_t t1 = t0 + T < psegs ? t0 + T : psegs, len = (t1 - t0) * seg;
+        int nreq = 0;
+        for (int j = 0; j < k; j++) {
+            int c = crpm_l3_codeword_of(&s->lay, s->g, j);
+            pack_segments(s, im, j, t0, t1, mine[j]);
+            for (int h = 0; h < M; h++)
+                if (MPI_Isend(mine[j], (int)len, MPI_BYTE, s->grp[crpm_l3_holder(&s->lay, c, h)], TAG_L3 + c, comm,
+                              &req[nreq]) == MPI_SUCCESS)
+                    nreq++;
+        }
+        for (int h = 0; h < M; h++) {
+            int c = ((s->g - h) % K + K) % K;
+            for (int i = 0; i < k; i++)
+                if (MPI_Recv(in[i], (int)len, MPI_BYTE, s->grp[crpm_l3_data_member(&s->lay, c, i)], TAG_L3 + c, comm,
+                             MPI_STATUS_IGNORE) != MPI_SUCCESS && rc == 0)
+                    rc = crpm_error(CRPM_ERR_MPI, "level 3: parity check: MPI_Recv failed");
+            crpm_l3_encode(&s->code, len, in, par);
+            for (uint64_t x = 0; rc == 0 && x < len; x++) {
+                uint64_t off = t0 * seg + x;
+                unsigned char have = off < s->plen ? s->par[h][off] : 0;
+                if (have != par[h][x])
+                    rc = crpm_error(CRPM_ERR_CORRUPT, "level 3: parity of codeword %d (rank %d) differs from a full "
+                                    "re-encode at byte %llu", c, lv->env->rank, (unsigned long long)off);
             }
-    for (int h = 0; h < M; h++)
-        free(ref[h]);
-    free(ref);
+        }
+        if (nreq && MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS && rc == 0)
+            rc = crpm_error(CRPM_ERR_MPI, "level 3: parity check: MPI_Waitall failed");
+    }
+    for (int i = 0; mine && in && i < k; i++) {
+        free(mine[i]);
+        free(in[i]);
+    }
+    for (int h = 0; par && h < M; h++)
+        free(par[h]);
+    free(mine);
+    free(in);
+    free(par);
+    free(req);
     return rc;
 }
 
@@ -920,17 +970,10 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
                 break;
             }
             if (unit < k) {
-                uint64_t ln;
-                uint32_t ph;
                 int j = 0;
                 while (crpm_l3_codeword_of(&s->lay, s->g, j) != c)
                     j++;
-                for (uint64_t t = t0; t < t1; t++) {
-                    const char *p = seg_bytes(s->own, &im, t * (uint64_t)k + (uint64_t)j, &ln, &ph);
-                    memset(b + (t - t0) * seg, 0, seg);
-                    if (p)
-                        memcpy(b + (t - t0) * seg, p, ln);
-                }
+                pack_segments(s, &im, j, t0, t1, b);
             } else {
                 const unsigned char *p = s->par[unit - k];
                 uint64_t have = s->plen > t0 * seg ? s->plen - t0 * seg : 0;
