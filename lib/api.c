@@ -515,9 +515,9 @@ int crpm_checkpoint(int id, int level)
     if (ctx->broken)
         rc = crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: an earlier failed checkpoint left the container in an "
                         "unknown state; restart the application");
-    else if (level != CRPM_L1 && level != CRPM_L2 && level != CRPM_L4)
-        rc = crpm_error(CRPM_ERR_INVAL, "crpm_checkpoint(%d): level %d is not CRPM_L1, CRPM_L2 or CRPM_L4", id,
-                        level);
+    else if (level != CRPM_L1 && level != CRPM_L2 && level != CRPM_L3 && level != CRPM_L4)
+        rc = crpm_error(CRPM_ERR_INVAL, "crpm_checkpoint(%d): level %d is not CRPM_L1, CRPM_L2, CRPM_L3 or CRPM_L4",
+                        id, level);
     else if (level == CRPM_L2 && !ctx->l2.ops)
         rc = crpm_error(CRPM_ERR_CONFIG, "crpm_checkpoint(%d): level 2 needs %s", id,
                         ctx->cfg.method != CRPM_METHOD_DIFFERENTIAL
