@@ -164,6 +164,19 @@ int crpm_parse_partner_name(const char *name)
     return -1;
 }
 
+int crpm_name_parity(char *out, size_t len, const char *job_dir, int rank)
+{
+    return fit(snprintf(out, len, "%s/parity-%d.crpm", job_dir, rank), len, "a parity container");
+}
+
+int crpm_parse_parity_name(const char *name)
+{
+    int k, end = 0;
+    if (sscanf(name, "parity-%d.crpm%n", &k, &end) == 1 && name[end] == '\0' && k >= 0)
+        return k;
+    return -1;
+}
+
 int crpm_name_l4(char *out, size_t len, const char *dir, int ckpt_id)
 {
     return fit(snprintf(out, len, "%s/l4-%d.h5", dir, ckpt_id), len, "a level-4 file");
