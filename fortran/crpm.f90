@@ -70,12 +70,14 @@ module crpm
 
   integer, parameter, public :: CRPM_L1 = 1
   integer, parameter, public :: CRPM_L2 = 2
+  integer, parameter, public :: CRPM_L3 = 3
   integer, parameter, public :: CRPM_L4 = 4
 
   integer, parameter, public :: CRPM_STATUS_FRESH = 0
   integer, parameter, public :: CRPM_STATUS_L1    = 1
   integer, parameter, public :: CRPM_STATUS_L4    = 2
   integer, parameter, public :: CRPM_STATUS_L2    = 3
+  integer, parameter, public :: CRPM_STATUS_L3    = 5
 
   integer, parameter, public :: CRPM_SNAP_NONE         = 0
   integer, parameter, public :: CRPM_SNAP_RECOVERED    = 1

@@ -66,8 +66,10 @@ CRPM_API int crpm_init(const char *config_file, MPI_Comm comm);
  *   CRPM_ERR_NOMEM. */
 CRPM_API int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type);
 
-/* Local: CRPM_STATUS_FRESH, CRPM_STATUS_L1 or CRPM_STATUS_L4, decided at
- * init and the same on every rank.  Recover only when the result is > 0.
+/* Local: CRPM_STATUS_FRESH, CRPM_STATUS_L1, CRPM_STATUS_L2 (level 1 rebuilt
+ * from partner copies), CRPM_STATUS_L3 (rebuilt from level-3 parity) or
+ * CRPM_STATUS_L4, decided at init and the same on every rank.  Recover only
+ * when the result is > 0.
  * Errors: CRPM_ERR_STATE (before init). */
 CRPM_API int crpm_status(void);
 
@@ -79,16 +81,18 @@ CRPM_API int crpm_status(void);
  *   saved ones), CRPM_ERR_CORRUPT, CRPM_ERR_IO, CRPM_ERR_HDF5 (level 4). */
 CRPM_API int crpm_recover(void);
 
-/* Collective: take a checkpoint at `level` (CRPM_L1 or CRPM_L4) and return
- * after every rank has committed it.  `id` is the application's label of
- * the checkpoint (an iteration number, say): it is stored with the
- * checkpoint, must be equal on all ranks, and crpm_snapshot numbers its own
- * checkpoints from the last one; the library orders checkpoints by its own
- * epochs, not by id.  With method = full ids must be >= 0.  On failure every
+/* Collective: take a checkpoint at `level` (CRPM_L1, CRPM_L2, CRPM_L3 or
+ * CRPM_L4, see crpm_types.h) and return after every rank has committed it
+ * (with level 2 or 3 the partner copies or the parity too).  `id` is the
+ * application's label of the checkpoint (an iteration number, say): it is
+ * stored with the checkpoint, must be equal on all ranks, and crpm_snapshot
+ * numbers its own checkpoints from the last one; the library orders
+ * checkpoints by its own epochs, not by id.  With method = full ids must be >= 0.  On failure every
  * rank is back on the previous checkpoint.
  * Errors: CRPM_ERR_STATE (before init, or a failed undo earlier),
  *   CRPM_ERR_INVAL (bad level, ranks passed different ids or levels),
- *   CRPM_ERR_CONFIG (level 4 without glbl_dir), CRPM_ERR_NOTSUP (level 4 in a
+ *   CRPM_ERR_CONFIG (level 2 on one node, level 3 without whole groups of
+ *   group_size nodes, level 4 without glbl_dir), CRPM_ERR_NOTSUP (level 4 in a
  *   build without HDF5), CRPM_ERR_RANGE, CRPM_ERR_NOMEM, CRPM_ERR_IO (e.g. the
  *   file system is full), CRPM_ERR_HDF5. */
 CRPM_API int crpm_checkpoint(int id, int level);
@@ -97,7 +101,8 @@ CRPM_API int crpm_checkpoint(int id, int level);
  * recovers (CRPM_SNAP_RECOVERED); otherwise it checkpoints when the
  * configured interval (ckpt_interval iterations or ckpt_interval_s seconds,
  * the latter agreed collectively) has elapsed (CRPM_SNAP_CHECKPOINTED), else
- * returns CRPM_SNAP_NONE.
+ * returns CRPM_SNAP_NONE.  Every ckpt_interval_l2/_l3/_l4-th of its
+ * checkpoints is taken at that level; when several are due, L4 > L3 > L2.
  * Errors: those of crpm_recover and crpm_checkpoint. */
 CRPM_API int crpm_snapshot(void);
 

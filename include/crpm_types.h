@@ -49,7 +49,7 @@ extern "C" {
 /* ---- checkpoint levels ------------------------------------------------- */
 #define CRPM_L1 1   /* node-local differential container (persistent memory) */
 #define CRPM_L2 2   /* level 1 plus a differential copy on the partner node (survives losing a node) */
-#define CRPM_L3 3   /* level 1 plus Reed-Solomon parity over a group of nodes (survives losing up to l3_parity nodes per group) */
+#define CRPM_L3 3   /* level 1 plus Reed-Solomon parity over a group of nodes (survives l3_parity lost) */
 #define CRPM_L4 4   /* global checkpoint in parallel HDF5 under glbl_dir */
 
 /* ---- crpm_status() results --------------------------------------------- */
@@ -57,7 +57,7 @@ extern "C" {
 #define CRPM_STATUS_L1    1  /* a level-1 checkpoint is available */
 #define CRPM_STATUS_L4    2  /* only a level-4 checkpoint is available */
 #define CRPM_STATUS_L2    3  /* level 1 rebuilt from level-2 partner copies (a node was lost) */
-#define CRPM_STATUS_L3    5  /* level 1 rebuilt from level-3 parity (nodes were lost) */
+#define CRPM_STATUS_L3    5  /* level 1 rebuilt from level-3 parity (nodes of a group were lost) */
 
 /* ---- crpm_snapshot() results (non-negative) ----------------------------- */
 #define CRPM_SNAP_NONE         0  /* nothing to do this call */

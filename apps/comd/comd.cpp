@@ -56,7 +56,8 @@ void usage(FILE *out)
         "  -s, --seed S        random seed of velocities and displacements (default 1234)\n"
         "  --crpm FILE         enable libcrpm checkpointing with this config\n"
         "  --ckpt-every N      checkpoint every N steps (default 10; 0 = never)\n"
-        "  --ckpt-level L      1 (node-local, default), 2 (plus partner copy) or 4 (global HDF5)\n"
+        "  --ckpt-level L      1 (node-local, default), 2 (plus partner copy), 3 (plus group parity)\n"
+        "                      or 4 (global HDF5)\n"
         "  -h, --help          this text\n");
 }
 

@@ -74,7 +74,9 @@ inline void usage(std::FILE *f, const char *unit, bool withLevel = false) {
     std::fprintf(f, "  --crpm FILE        enable libcrpm checkpointing with config FILE\n");
 #endif
     std::fprintf(f, "  --ckpt-every N     checkpoint every N %s (default 10; 0 = never)\n", unit);
-    if (withLevel) std::fprintf(f, "  --ckpt-level L     1 (node-local, default), 2 (plus partner copy), 3 (plus group parity) or 4 (global HDF5)\n");
+    if (withLevel)
+        std::fprintf(f, "  --ckpt-level L     1 (node-local, default), 2 (plus partner copy), 3 (plus group parity)\n"
+                        "                     or 4 (global HDF5)\n");
 }
 
 // rc < 0: prints "<app>[<rank>]: <what> failed: <reason> (<last error>)"
@@ -117,7 +119,7 @@ class Checkpointer {
         check(crpm_protect(id, p, count, type), what);
     }
     // After every protect: recovers the newest checkpoint if there is one.
-    // Returns 0 (fresh start), CRPM_STATUS_L1 or CRPM_STATUS_L4.
+    // Returns 0 (fresh start) or the CRPM_STATUS_* of the checkpoint recovered.
     int recoverIfAny() {
         const int st = crpm_status();
         check(st, "crpm_status");

@@ -164,6 +164,7 @@ int run(const Options &o) {
             say(rank, "crpm: recovered %s checkpoint of iteration %d\n",
                 st == CRPM_STATUS_L4   ? "level-4"
                 : st == CRPM_STATUS_L2 ? "level-1 (containers rebuilt from level-2 partner copies)"
+                : st == CRPM_STATUS_L3 ? "level-1 (containers rebuilt from level-3 parity)"
                                        : "level-1",
                 saved_iter);
         }

@@ -1,7 +1,8 @@
 /* crpm-inspect: checks libcrpm checkpoint files and prints what they hold.
- * Containers (rank-<r>.crpm) and level-2 partner copies (partner-<r>.crpm,
- * byte-identical mirrors of rank r's container) go through the engine's
- * inspector; level-4 HDF5 files (l4-<id>.h5, crpm-export output) through the
+ * Containers (rank-<r>.crpm), level-2 partner copies (partner-<r>.crpm,
+ * byte-identical mirrors of rank r's container) and level-3 parity
+ * containers (parity-<r>.crpm, ordinary containers whose regions are the
+ * parity of the codewords rank r holds) go through the engine's inspector; level-4 HDF5 files (l4-<id>.h5, crpm-export output) through the
  * level-4 verifier.  A directory stands for the checkpoint files in it. */
 #include "container.h"
 #include "fsutil.h"
@@ -26,10 +27,12 @@ static void usage(FILE *out)
           "    every checksum (superblock, commit record, epoch metadata);\n"
           "  partner copy (partner-<r>.crpm, level 2): the same, labelled as the\n"
           "    copy of rank r's container that this node holds for it;\n"
+          "  parity container (parity-<r>.crpm, level 3): the same, labelled with\n"
+          "    the codewords whose parity rank r holds (its region ids);\n"
           "  level-4 file (l4-<id>.h5 or crpm-export output): root attributes,\n"
           "    every rank group and dataset, and each dataset's crc32.\n"
-          "  directory (a job directory): lists its containers, partner copies\n"
-          "    and level-4 files, then inspects each.\n"
+          "  directory (a job directory): lists its containers, partner copies,\n"
+          "    parity containers and level-4 files, then inspects each.\n"
           "\n"
           "  --verify      containers: also check the CRC32C of every data chunk of\n"
           "                the committed epoch, naming each bad array and offset\n"
@@ -83,6 +86,38 @@ static int label_partner(const char *path, int owner, FILE *out)
     return CRPM_SUCCESS;
 }
 
+/* A parity container is an ordinary container of its holder rank; its
+ * regions are the codewords it holds parity for (region id = codeword). */
+static int label_parity(const char *path, int holder, FILE *out)
+{
+    crpm_open_opts o = {.path = path, .read_only = 1};
+    crpm_container *c;
+    if (crpm_format_open(&o, &c, NULL) != CRPM_SUCCESS) {
+        if (out)
+            fprintf(out, "kind:           level-3 parity container of rank %d\n", holder);
+        return CRPM_SUCCESS;
+    }
+    char job[CRPM_JOB_MAX];
+    int32_t r, n;
+    crpm_container_identity(c, job, sizeof job, &r, &n);
+    if (out) {
+        fprintf(out, "kind:           level-3 parity container of rank %d (codewords: ", holder);
+        int nreg = crpm_container_nregions(c);
+        for (int i = 0; i < nreg; i++) {
+            crpm_array a;
+            if (crpm_container_region(c, i, &a) == CRPM_SUCCESS)
+                fprintf(out, "%s%d", i ? ", " : "", (int)a.id);
+        }
+        fprintf(out, "%s; job %s, rank %d of %d, epoch %llu)\n", nreg ? "" : "none", job, r, n,
+                (unsigned long long)crpm_container_epoch(c));
+    }
+    crpm_format_close(c);
+    if (r != holder)
+        return crpm_error(CRPM_ERR_IDENTITY, "%s: parity container of rank %d, but its container is rank %d's",
+                          path, holder, r);
+    return CRPM_SUCCESS;
+}
+
 static const char *base_name(const char *path)
 {
     const char *b = strrchr(path, '/');
@@ -98,9 +133,10 @@ static int inspect_one(const char *path, FILE *out, int verify)
     } else if (hdf5) {
         rc = crpm_l4_verify_file(path, out);
     } else {
-        int owner = crpm_parse_partner_name(base_name(path));
-        if (owner >= 0 && (rc = label_partner(path, owner, out)) != CRPM_SUCCESS) {
-            /* not a copy of that owner: its report would only mislead */
+        int owner = crpm_parse_partner_name(base_name(path)), holder = crpm_parse_parity_name(base_name(path));
+        if ((owner >= 0 && (rc = label_partner(path, owner, out)) != CRPM_SUCCESS) ||
+            (holder >= 0 && (rc = label_parity(path, holder, out)) != CRPM_SUCCESS)) {
+            /* not that rank's file: its report would only mislead */
             if (out)
                 fprintf(out, "container:      %s\nstatus:         INVALID: %s\n", path, crpm_last_error());
         } else {
@@ -117,9 +153,10 @@ static int inspect_one(const char *path, FILE *out, int verify)
 }
 
 /* Checkpoint files of a directory: containers by rank, partner copies by
- * owner, level-4 files by id. */
+ * owner, parity containers by holder, level-4 files by id. */
+enum { E_CONTAINER, E_PARTNER, E_PARITY, E_L4, E_KINDS };
 typedef struct entry {
-    int kind; /* 0 container, 1 partner copy, 2 level-4 file */
+    int kind; /* E_* */
     long long num;
     char *name;
 } entry;
@@ -150,17 +187,19 @@ static int inspect_dir(const char *dir, FILE *out, int verify, int *first)
         return -1;
     }
     entry *v = NULL;
-    int n = 0, cap = 0, count[3] = {0, 0, 0}, bad = 0;
+    int n = 0, cap = 0, count[E_KINDS] = {0}, bad = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         int32_t l4;
         entry x = {.name = NULL};
         if ((x.num = crpm_parse_container_name(e->d_name)) >= 0)
-            x.kind = 0;
+            x.kind = E_CONTAINER;
         else if ((x.num = crpm_parse_partner_name(e->d_name)) >= 0)
-            x.kind = 1;
+            x.kind = E_PARTNER;
+        else if ((x.num = crpm_parse_parity_name(e->d_name)) >= 0)
+            x.kind = E_PARITY;
         else if (crpm_parse_l4_name(e->d_name, &l4) == 0)
-            x.kind = 2, x.num = l4;
+            x.kind = E_L4, x.num = l4;
         else
             continue;
         if (n == cap) {
@@ -183,8 +222,8 @@ static int inspect_dir(const char *dir, FILE *out, int verify, int *first)
         fprintf(stderr, "crpm-inspect: %s: FAILED: out of memory listing the directory\n", dir);
         bad = -1;
     } else if (n == 0) {
-        fprintf(stderr, "crpm-inspect: %s: FAILED: no checkpoint files (rank-*.crpm, partner-*.crpm, l4-*.h5)\n",
-                dir);
+        fprintf(stderr, "crpm-inspect: %s: FAILED: no checkpoint files (rank-*.crpm, partner-*.crpm, parity-*.crpm, "
+                "l4-*.h5)\n", dir);
         bad = -1;
     } else {
         qsort(v, (size_t)n, sizeof *v, cmp_entry);
@@ -192,19 +231,25 @@ static int inspect_dir(const char *dir, FILE *out, int verify, int *first)
             if (!*first)
                 fputc('\n', out);
             fprintf(out, "directory:      %s\n", dir);
-            fprintf(out, "containers:     %d", count[0]);
-            if (count[0]) {
+            fprintf(out, "containers:     %d", count[E_CONTAINER]);
+            if (count[E_CONTAINER]) {
                 fputs(" (ranks ", out);
-                print_numbers(out, v, n, 0);
+                print_numbers(out, v, n, E_CONTAINER);
                 fputc(')', out);
             }
-            fprintf(out, "\npartner copies: %d", count[1]);
-            if (count[1]) {
+            fprintf(out, "\npartner copies: %d", count[E_PARTNER]);
+            if (count[E_PARTNER]) {
                 fputs(" (of ranks ", out);
-                print_numbers(out, v, n, 1);
+                print_numbers(out, v, n, E_PARTNER);
                 fputs(", whose containers are on other nodes)", out);
             }
-            fprintf(out, "\nlevel-4 files:  %d\n", count[2]);
+            fprintf(out, "\nparity:         %d", count[E_PARITY]);
+            if (count[E_PARITY]) {
+                fputs(" (level-3 parity containers of ranks ", out);
+                print_numbers(out, v, n, E_PARITY);
+                fputc(')', out);
+            }
+            fprintf(out, "\nlevel-4 files:  %d\n", count[E_L4]);
         }
         *first = 0;
         for (int i = 0; i < n; i++) {

@@ -69,6 +69,8 @@ static struct {
     int snap_id;            /* id of the last FTI_Snapshot checkpoint */
     long ckpts;             /* checkpoints taken in this run */
     int nnodes;             /* nodes as libcrpm sees them: level 2 needs two */
+    int nodes_even;         /* every node has the same number of ranks */
+    int l3;                 /* the nodes form whole groups of group_size: FTI level 3 is libcrpm's */
     int notice_l23, notice_l3, notice_l4;
     type_rec *types;        /* handles NPREDEF.. */
     int ntypes;
@@ -430,10 +432,11 @@ int FTI_getIDFromString(const char *name)
 /* ---- checkpoint levels ---------------------------------------------------- */
 /* FTI level -> libcrpm level: the one place levels are mapped.  Level 2 is
  * libcrpm's (a differential partner copy on the next node) when the job has
- * two nodes or more, else level 1 (said once).  libcrpm has no level 3
- * (erasure coding) yet: it is taken as level 2, or 1 on one node (said
- * once).  FTI's differential levels 5-8 are 1-4: every libcrpm checkpoint is
- * differential. */
+ * two nodes or more, else level 1 (said once).  Level 3 is libcrpm's
+ * (Reed-Solomon parity over groups of group_size nodes) when the nodes form
+ * whole groups (F.l3); otherwise it is taken as level 2, or 1 on one node
+ * (said once).  FTI's differential levels 5-8 are 1-4: every libcrpm
+ * checkpoint is differential. */
 static int map_level(int level)
 {
     if (level >= FTI_L1_DCP && level <= FTI_L4_DCP)
@@ -443,6 +446,8 @@ static int map_level(int level)
         return CRPM_L1;
     case FTI_L2:
     case FTI_L3:
+        if (level == FTI_L3 && F.l3)
+            return CRPM_L3;
         if (F.nnodes < 2) {
             if (!F.notice_l23++)
                 fti_say(FTI_WARN, 0, "checkpoint levels 2 and 3 are taken as level 1: the job runs on one node "
@@ -451,8 +456,10 @@ static int map_level(int level)
             return CRPM_L1;
         }
         if (level == FTI_L3 && !F.notice_l3++)
-            fti_say(FTI_WARN, 0, "checkpoint level 3 is taken as level 2 (a partner copy on the next node; libcrpm "
-                "has no erasure coding yet); said once");
+            fti_say(FTI_WARN, 0, "checkpoint level 3 is taken as level 2 (a partner copy on the next node): level 3 "
+                "needs whole groups of group_size = %d nodes with the same number of ranks each, and the job has "
+                "%d nodes%s; said once", F.cfg.group_size, F.nnodes,
+                F.nodes_even ? "" : " of different sizes");
         return CRPM_L2;
     case FTI_L4:
         if (F.cfg.glbl_dir[0])
@@ -686,21 +693,31 @@ static void release(void)
 }
 
 /* The number of nodes, found as libcrpm finds them (lib/mpi/topology.c):
- * node_size consecutive ranks, or MPI's shared-memory nodes.  Collective. */
-static int count_nodes(int *nnodes)
+ * node_size consecutive ranks, or MPI's shared-memory nodes; *even = 1 when
+ * they all hold the same number of ranks (level 3's groups need that; all
+ * nodes rather than each group's is the simpler, stricter test).
+ * Collective. */
+static int count_nodes(int *nnodes, int *even)
 {
     if (F.cfg.node_size_set) {
         *nnodes = (F.nranks + F.cfg.node_size - 1) / F.cfg.node_size;
+        *even = F.nranks % F.cfg.node_size == 0;
         return 0;
     }
     MPI_Comm nc;
-    int lr = 0, first;
+    int lr = 0, ls = 0;
     if (MPI_Comm_split_type(F.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &nc) != MPI_SUCCESS)
         return -1;
     MPI_Comm_rank(nc, &lr);
+    MPI_Comm_size(nc, &ls);
     MPI_Comm_free(&nc);
-    first = lr == 0;
-    return MPI_Allreduce(&first, nnodes, 1, MPI_INT, MPI_SUM, F.comm) == MPI_SUCCESS ? 0 : -1;
+    /* node count as a sum of first ranks; sizes as max of size and of -size */
+    int first = lr == 0, mine[2] = {ls, -ls}, most[2];
+    if (MPI_Allreduce(&first, nnodes, 1, MPI_INT, MPI_SUM, F.comm) != MPI_SUCCESS ||
+        MPI_Allreduce(mine, most, 2, MPI_INT, MPI_MAX, F.comm) != MPI_SUCCESS)
+        return -1;
+    *even = most[0] == -most[1];
+    return 0;
 }
 
 /* Seconds per configured minute: 60, or CRPM_FTI_MINUTE (tests and demos
@@ -756,19 +773,25 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm)
               fti_config_parse(text, configFile, &F.cfg, err, sizeof err) != 0 ||
               minute_seconds(&F.minute, err, sizeof err) != 0;
     free(text);
-    char *crpm_text = bad ? NULL : fti_config_crpm_text(&F.cfg);
-    if (!bad && !crpm_text) {
-        bad = 1;
-        snprintf(err, sizeof err, "FTI_Init: out of memory");
-    }
     if (bad) {
         if (F.rank == 0)
             fti_say(FTI_EROR, 1, "%s", err);
         release();
         return FTI_NSCS;
     }
-    if (count_nodes(&F.nnodes) != 0) {
+    if (count_nodes(&F.nnodes, &F.nodes_even) != 0) {
         fti_say(FTI_EROR, 1, "FTI_Init: finding the nodes (MPI_Comm_split_type) failed");
+        release();
+        return FTI_NSCS;
+    }
+    /* libcrpm's group_size accepts 2 .. 255 */
+    int g = F.cfg.group_size;
+    F.l3 = g >= 2 && g <= 255 && F.nnodes >= g && F.nnodes % g == 0 && F.nodes_even;
+    char *crpm_text = fti_config_crpm_text(&F.cfg, F.l3);
+    int oom = !crpm_text, any_oom = 1; /* agreed, so that no rank waits in crpm_init alone */
+    MPI_Allreduce(&oom, &any_oom, 1, MPI_INT, MPI_MAX, F.comm);
+    if (any_oom) {
+        fti_say(FTI_EROR, 1, "FTI_Init: out of memory%s", oom ? "" : " on another rank");
         free(crpm_text);
         release();
         return FTI_NSCS;

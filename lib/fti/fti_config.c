@@ -178,7 +178,7 @@ int fti_config_parse(const char *text, const char *file, fti_settings *s, char *
     memset(s, 0, sizeof *s);
     s->verbosity = 2;
     s->node_size = 1;
-    s->group_size = 1;
+    s->group_size = 4; /* libcrpm's default, and FTI's example configuration's */
     ctx c = {.file = file, .s = s};
     int rc = crpm_initext_parse(&c.in, text, handler, &c);
     if (rc == -2) {
@@ -212,7 +212,7 @@ int fti_config_crpm_verbosity(int v)
     return v <= 1 ? 3 : v == 2 ? 2 : 1; /* errors are always printed, as FTI does */
 }
 
-char *fti_config_crpm_text(const fti_settings *s)
+char *fti_config_crpm_text(const fti_settings *s, int l3)
 {
     /* ckpt_dir may double in length: every '%' is escaped */
     size_t n = 3 * FTI_CFG_PATH_MAX + 256;
@@ -226,6 +226,9 @@ char *fti_config_crpm_text(const fti_settings *s)
      * node_size does; without it libcrpm finds the nodes itself. */
     if (s->node_size_set)
         len += snprintf(t + len, n - (size_t)len, "node_size = %d\n", s->node_size);
+    if (l3)
+        len += snprintf(t + len, n - (size_t)len, "group_size = %d\nl3_parity = %d\n", s->group_size,
+                        s->group_size / 2);
     if (s->ckpt_dir[0]) {
         /* FTI takes ckpt_dir literally; libcrpm expands %n, %h and %% in it */
         len += snprintf(t + len, n - (size_t)len, "ckpt_dir = ");

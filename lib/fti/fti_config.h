@@ -13,7 +13,8 @@ typedef struct fti_settings {
     int ckpt_min[5];                  /* [1..4]: ckpt_l1..ckpt_l4 in minutes, 0 = off */
     int keep_last_ckpt, keep_l4_ckpt;
     int verbosity;                    /* FTI's scale: 1 debug .. 4 errors only */
-    int head, node_size, group_size;  /* no heads here; node_size (ranks per node) makes the nodes */
+    int head, node_size, group_size;  /* no heads here; node_size (ranks per node) makes the nodes; */
+                                      /* group_size (default 4) the nodes of a level-3 group */
     int node_size_set;                /* node_size was in the file (else MPI's shared-memory nodes) */
     char ignored[1024];               /* keys that have no meaning here: "a, [s] b, ..." */
     int restart_keys;                 /* [restart] keys were among them */
@@ -24,9 +25,12 @@ typedef struct fti_settings {
 __attribute__((visibility("hidden")))
 int fti_config_parse(const char *text, const char *file, fti_settings *s, char *err, size_t errlen);
 
-/* The equivalent libcrpm INI text (malloc'ed), or NULL if out of memory. */
+/* The equivalent libcrpm INI text (malloc'ed), or NULL if out of memory.
+ * l3 != 0: the job's nodes form whole groups of s->group_size, which is
+ * passed on with l3_parity = group_size / 2 (FTI's level 3 survives the loss
+ * of half of a group). */
 __attribute__((visibility("hidden")))
-char *fti_config_crpm_text(const fti_settings *s);
+char *fti_config_crpm_text(const fti_settings *s, int l3);
 
 /* libcrpm verbosity for an FTI verbosity. */
 __attribute__((visibility("hidden")))

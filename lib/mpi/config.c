@@ -23,7 +23,8 @@
 
 enum key_id {
     K_CKPT_DIR, K_JOB_NAME, K_CKPT_INTERVAL, K_CKPT_INTERVAL_S, K_KEEP_LAST_CKPT, K_VERBOSITY,
-    K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4, K_MTBF_S, K_MTBF_L4_S, K_NODE_SIZE, K_CKPT_INTERVAL_L2, K_GROUP_SIZE, K_L3_PARITY, K_CKPT_INTERVAL_L3,
+    K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4, K_MTBF_S, K_MTBF_L4_S, K_NODE_SIZE, K_CKPT_INTERVAL_L2,
+    K_CKPT_INTERVAL_L3, K_GROUP_SIZE, K_L3_PARITY,
     K_SEGMENT_SIZE, K_BLOCK_SIZE, K_PERSISTENCE, K_METHOD, K_CHANGE_TRACKING,
     K_LOCK_WAIT_S, K_ON_UNRECOVERABLE, K_L2_FULL_COPY, K_L3_FULL_ENCODE,
     K_COUNT
@@ -45,9 +46,9 @@ static const struct key_desc {
     [K_MTBF_L4_S] = {"basic", "mtbf_l4_s"},
     [K_NODE_SIZE] = {"basic", "node_size"},
     [K_CKPT_INTERVAL_L2] = {"basic", "ckpt_interval_l2"},
+    [K_CKPT_INTERVAL_L3] = {"basic", "ckpt_interval_l3"},
     [K_GROUP_SIZE] = {"basic", "group_size"},
     [K_L3_PARITY] = {"basic", "l3_parity"},
-    [K_CKPT_INTERVAL_L3] = {"basic", "ckpt_interval_l3"},
     [K_SEGMENT_SIZE] = {"advanced", "segment_size"},
     [K_BLOCK_SIZE] = {"advanced", "block_size"},
     [K_PERSISTENCE] = {"advanced", "persistence"},
@@ -71,11 +72,11 @@ void crpm_config_defaults(crpm_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     strcpy(cfg->job_name, "crpm");
     cfg->keep_l4 = 1;
+    cfg->group_size = 4;
+    cfg->l3_parity = 1;
     cfg->verbosity = 1;
     cfg->persistence = CRPM_PERSIST_AUTO;
     cfg->lock_wait_s = 5;
-    cfg->group_size = 4;
-    cfg->l3_parity = 1;
 }
 
 static int parse_long(const char *v, long lo, long hi, long *out)
@@ -202,20 +203,22 @@ static int set_basic(crpm_config *cfg, int k, const char *value, const char **wa
         cfg->ckpt_interval_l2 = l;
         *want = "a count >= 0";
         break;
-    case K_GROUP_SIZE:
-        ok = parse_long(value, 2, 255, &l) == 0;
-        cfg->group_size = l;
-        *want = "nodes per group, 2 to 255";
-        break;
-    case K_L3_PARITY:
-        ok = parse_long(value, 1, 127, &l) == 0;
-        cfg->l3_parity = l;
-        *want = "parity units per group, 1 to group_size / 2";
-        break;
     case K_CKPT_INTERVAL_L3:
         ok = parse_long(value, 0, 1L << 40, &l) == 0;
         cfg->ckpt_interval_l3 = l;
         *want = "a count >= 0";
+        break;
+    /* GF(2^8) Reed-Solomon: at most 255 units per codeword; a group of one
+     * node could only hold parity of its own data. */
+    case K_GROUP_SIZE:
+        ok = parse_long(value, 2, 255, &l) == 0;
+        cfg->group_size = l;
+        *want = "nodes per group, 2 .. 255";
+        break;
+    case K_L3_PARITY:
+        ok = parse_long(value, 1, 127, &l) == 0;
+        cfg->l3_parity = l;
+        *want = "parity units per codeword, 1 .. group_size / 2";
         break;
     case K_KEEP_LAST_CKPT:
         ok = parse_bool(value, &cfg->keep_last_ckpt) == 0;
@@ -385,6 +388,12 @@ int crpm_config_parse(const char *text, const char *name, crpm_config *cfg)
                           name, ctx.key_line[K_MTBF_L4_S]);
     if (cfg->ckpt_interval_l4_auto && !cfg->mtbf_l4_s)
         cfg->mtbf_l4_s = cfg->mtbf_s;
+    /* Beyond K/2 the parity would outweigh the data it protects (more
+     * storage than level 2's copies).  The default l3_parity (1) always
+     * fits, so the key was set. */
+    if (cfg->l3_parity > cfg->group_size / 2)
+        return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: l3_parity %ld exceeds group_size / 2 (group_size %ld)",
+                          name, ctx.key_line[K_L3_PARITY], cfg->l3_parity, cfg->group_size);
     if (cfg->segment_size && cfg->block_size && cfg->block_size > cfg->segment_size)
         return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: block_size %llu exceeds segment_size %llu", name,
                           ctx.key_line[K_BLOCK_SIZE], (unsigned long long)cfg->block_size,

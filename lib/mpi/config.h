@@ -17,9 +17,9 @@ typedef struct crpm_config {
     double ckpt_interval_s;             /* snapshot seconds; 0 = off */
     long ckpt_interval_l4;              /* every N-th snapshot checkpoint is L4; 0 = never */
     long ckpt_interval_l2;              /* every N-th snapshot checkpoint is L2 (L4 wins); 0 = never */
+    long ckpt_interval_l3;              /* every N-th snapshot checkpoint is L3 (L4 wins, beats L2); 0 = never */
     long group_size;                    /* level 3: nodes per group (default 4) */
-    long l3_parity;                     /* level 3: parity units per codeword (default 1, at most group_size / 2) */
-    long ckpt_interval_l3;              /* every N-th snapshot checkpoint is L3 (L4 wins); 0 = never */
+    long l3_parity;                     /* level 3: parity units per codeword, 1 .. group_size / 2 (default 1) */
     int node_size;                      /* ranks per node (consecutive); 0 = MPI shared-memory nodes */
     int ckpt_interval_auto;             /* ckpt_interval_s = auto: Young/Daly from cost and mtbf_s */
     int ckpt_interval_l4_auto;          /* ckpt_interval_l4 = auto: the same for level 4 */

@@ -49,15 +49,14 @@ int crpm_schedule_due(crpm_ctx *ctx, int *level)
     if (!due)
         return CRPM_SUCCESS;
     ctx->snap_ckpts++;
-    /* Level 4 wins when both are due: it is taken after a level-1 checkpoint
-     * and survives everything level 2 does. */
+    /* When several are due the widest wins: level 4 is taken after a
+     * level-1 checkpoint and survives everything the others do, and level 3
+     * survives losing up to l3_parity nodes of every group, level 2 a node
+     * whose partner node survives. */
     int l2 = cfg->ckpt_interval_l2 > 0 && ctx->snap_ckpts % cfg->ckpt_interval_l2 == 0;
     int l3 = cfg->ckpt_interval_l3 > 0 && ctx->snap_ckpts % cfg->ckpt_interval_l3 == 0;
-    int low = l3 ? CRPM_L3 : l2 ? CRPM_L2 : CRPM_L1; /* level 3 survives what level 2 does and more */
-    if (l4_auto(ctx))
-        *level = l4_due ? CRPM_L4 : low;
-    else
-        *level = cfg->ckpt_interval_l4 > 0 && ctx->snap_ckpts % cfg->ckpt_interval_l4 == 0 ? CRPM_L4 : low;
+    int l4 = l4_auto(ctx) ? l4_due : cfg->ckpt_interval_l4 > 0 && ctx->snap_ckpts % cfg->ckpt_interval_l4 == 0;
+    *level = l4 ? CRPM_L4 : l3 ? CRPM_L3 : l2 ? CRPM_L2 : CRPM_L1;
     return CRPM_SUCCESS;
 }
 

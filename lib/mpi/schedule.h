@@ -8,7 +8,7 @@
 
 /* Starts the clocks and the automatic intervals (end of init). */
 void crpm_schedule_start(crpm_ctx *ctx);
-/* Collective, once per crpm_snapshot: *level = 0 (not due), CRPM_L1 or CRPM_L4. */
+/* Collective, once per crpm_snapshot: *level = 0 (not due) or the CRPM_L* to take. */
 int crpm_schedule_due(crpm_ctx *ctx, int *level);
 /* Collective, after a snapshot's checkpoint at `level`: updates automatic intervals. */
 int crpm_schedule_taken(crpm_ctx *ctx, int level);

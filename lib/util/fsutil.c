@@ -156,15 +156,23 @@ int crpm_name_partner(char *out, size_t len, const char *job_dir, int owner)
     return fit(snprintf(out, len, "%s/partner-%d.crpm", job_dir, owner), len, "a partner copy");
 }
 
-int crpm_name_parity(char *out, size_t len, const char *job_dir, int holder)
-{
-    return fit(snprintf(out, len, "%s/parity-%d.crpm", job_dir, holder), len, "a parity container");
-}
-
 int crpm_parse_partner_name(const char *name)
 {
     int k, end = 0;
     if (sscanf(name, "partner-%d.crpm%n", &k, &end) == 1 && name[end] == '\0' && k >= 0)
+        return k;
+    return -1;
+}
+
+int crpm_name_parity(char *out, size_t len, const char *job_dir, int rank)
+{
+    return fit(snprintf(out, len, "%s/parity-%d.crpm", job_dir, rank), len, "a parity container");
+}
+
+int crpm_parse_parity_name(const char *name)
+{
+    int k, end = 0;
+    if (sscanf(name, "parity-%d.crpm%n", &k, &end) == 1 && name[end] == '\0' && k >= 0)
         return k;
     return -1;
 }

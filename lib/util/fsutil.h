@@ -36,9 +36,12 @@ int crpm_name_container(char *out, size_t len, const char *job_dir, int rank);  
 int crpm_name_rank_lock(char *out, size_t len, const char *job_dir, int rank);   /* rank-<r>.lock */
 /* Level 2: the partner copy of rank `owner`'s container, on the holder's node. */
 int crpm_name_partner(char *out, size_t len, const char *job_dir, int owner);    /* partner-<owner>.crpm */
-int crpm_name_parity(char *out, size_t len, const char *job_dir, int holder);    /* parity-<holder>.crpm */
 /* Parses "partner-<r>.crpm"; returns r or -1. */
 int crpm_parse_partner_name(const char *name);
+/* Level 3: rank r's parity container, in r's node's job directory. */
+int crpm_name_parity(char *out, size_t len, const char *job_dir, int rank);      /* parity-<r>.crpm */
+/* Parses "parity-<r>.crpm"; returns r or -1. */
+int crpm_parse_parity_name(const char *name);
 int crpm_name_l4(char *out, size_t len, const char *dir, int ckpt_id);           /* l4-<id>.h5 */
 int crpm_name_full(char *out, size_t len, const char *dir, int rank, uint64_t id, int tmp);
 /* Parses "rank-<r>.crpm"; returns r or -1. */

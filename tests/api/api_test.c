@@ -259,7 +259,8 @@ static void test_roundtrip(void)
     CHECK(crpm_protect(3, &x, 1, bad) == CRPM_ERR_INVAL, "unknown type code");
     bad = (crpm_type_t){CRPM_TC_INT, 0, 0};
     CHECK(crpm_protect(3, &x, 1, bad) == CRPM_ERR_INVAL, "type size 0");
-    CHECK(crpm_checkpoint(1, 3) == CRPM_ERR_INVAL, "level 3");
+    CHECK(crpm_checkpoint(1, 5) == CRPM_ERR_INVAL && strstr(crpm_last_error(), "level 5 is not"), "level 5");
+    CHECK(crpm_checkpoint(1, 0) == CRPM_ERR_INVAL, "level 0");
     CHECK(crpm_checkpoint(1, CRPM_L2) == CRPM_ERR_CONFIG && strstr(crpm_last_error(), "two nodes"),
           "level 2 on one node: %s", crpm_last_error());
     int rc = crpm_checkpoint(1, CRPM_L4);

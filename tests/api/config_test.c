@@ -20,7 +20,7 @@ static int fails_with(const char *text, const char *msg)
 /* The shipped examples must parse. */
 static void check_examples(const char *dir)
 {
-    const char *names[] = {"crpm.ini", "pmem.ini", "level4.ini", "level2.ini"};
+    const char *names[] = {"crpm.ini", "pmem.ini", "level4.ini", "level2.ini", "level3.ini"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[1024], *text = NULL;
         size_t len;
@@ -132,6 +132,39 @@ int main(int argc, char **argv)
         snprintf(t, sizeof t, "[basic]\nckpt_dir = /d\n[advanced]\nl2_full_copy = %s\n", not_bool[i]);
         CHECK(fails_with(t, "for l2_full_copy: expected 0 or 1"), "l2_full_copy = '%s'", not_bool[i]);
     }
+    /* level 3: groups of nodes and parity */
+    CHECK(parse("[basic]\nckpt_dir=/d\n", &c) == 0 && c.group_size == 4 && c.l3_parity == 1 && c.ckpt_interval_l3 == 0);
+    CHECK(parse("[basic]\nckpt_dir=/d\ngroup_size = 8\nl3_parity = 4\nckpt_interval_l3 = 5\n", &c) == 0);
+    CHECK(c.group_size == 8 && c.l3_parity == 4 && c.ckpt_interval_l3 == 5);
+    CHECK(parse("[basic]\nckpt_dir=/d\ngroup_size = 2\nl3_parity = 1\nckpt_interval_l3 = 0\n", &c) == 0);
+    CHECK(c.group_size == 2 && c.l3_parity == 1 && c.ckpt_interval_l3 == 0);
+    CHECK(parse("[basic]\nckpt_dir=/d\ngroup_size = 255\nl3_parity = 127\n", &c) == 0);
+    CHECK(c.group_size == 255 && c.l3_parity == 127);
+    const char *bad_l3[][3] = {
+        {"ckpt_interval_l3", "-1", "line 3: bad value '-1' for ckpt_interval_l3: expected a count >= 0"},
+        {"ckpt_interval_l3", "auto", "line 3: bad value 'auto' for ckpt_interval_l3"},
+        {"ckpt_interval_l3", "2.5", "line 3: bad value '2.5' for ckpt_interval_l3"},
+        {"group_size", "-4", "line 3: bad value '-4' for group_size: expected nodes per group, 2 .. 255"},
+        {"group_size", "0", "line 3: bad value '0' for group_size"},
+        {"group_size", "1", "line 3: bad value '1' for group_size"},
+        {"group_size", "256", "line 3: bad value '256' for group_size"},
+        {"group_size", "4x", "line 3: bad value '4x' for group_size"},
+        {"l3_parity", "0", "line 3: bad value '0' for l3_parity: expected parity units per codeword"},
+        {"l3_parity", "-1", "line 3: bad value '-1' for l3_parity"},
+        {"l3_parity", "", "line 3: bad value '' for l3_parity"},
+        /* within range, but more than group_size (4 by default) / 2 */
+        {"l3_parity", "3", "line 3: l3_parity 3 exceeds group_size / 2 (group_size 4)"},
+    };
+    for (size_t i = 0; i < sizeof bad_l3 / sizeof bad_l3[0]; i++) {
+        char t[256];
+        snprintf(t, sizeof t, "[basic]\nckpt_dir = /d\n%s = %s\n", bad_l3[i][0], bad_l3[i][1]);
+        CHECK(fails_with(t, bad_l3[i][2]), "%s = '%s'", bad_l3[i][0], bad_l3[i][1]);
+    }
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nl3_parity = 2\ngroup_size = 3\n",
+                     "line 3: l3_parity 2 exceeds group_size / 2 (group_size 3)"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\n[advanced]\ngroup_size = 4\n",
+                     "line 4: unknown key 'group_size' in [advanced]"));
+
     /* each key in its own section only */
     CHECK(fails_with("[basic]\nckpt_dir = /d\nl2_full_copy = 1\n", "line 3: unknown key 'l2_full_copy' in [basic]"));
     CHECK(fails_with("[basic]\nckpt_dir = /d\n[advanced]\nnode_size = 2\n",

@@ -102,7 +102,7 @@ def scenario_build_static_c_only(c):
 def scenario_install(c):
     run([c.a.cmake, "--install", c.a.build, "--prefix", c.prefix])
     for f in ("include/crpm.h", "share/crpm/crpm.ini", "share/crpm/pmem.ini", "share/crpm/level4.ini",
-              "share/crpm/level2.ini"):
+              "share/crpm/level2.ini", "share/crpm/level3.ini"):
         if not os.path.isfile(os.path.join(c.prefix, f)):
             raise Failed("%s not installed" % f)
     if not glob.glob(os.path.join(c.prefix, "share/doc/*/LICENSE")):

@@ -79,11 +79,16 @@ BAD = {
 
 
 def levels(a):
-    """FTI levels 2 and 3 on one node and on several: level 1 or libcrpm's
-    level 2, each substitution said once; FTI's node_size makes the nodes;
-    a '%' in ckpt_dir is taken literally, as FTI does."""
+    """FTI levels 2 and 3 on one node and on several: level 1, libcrpm's
+    level 2 or, when the nodes form whole groups of group_size (default 4)
+    with the same number of ranks each, libcrpm's level 3; each substitution
+    said once; FTI's node_size makes the nodes; a '%' in ckpt_dir is taken
+    literally, as FTI does."""
     one_node = GOOD.replace("node_size = 2", "node_size = 4")
     no_size = GOOD.replace("node_size = 2\n", "")
+    g2 = GOOD + "group_size = 2\n"
+    g2_n1 = g2.replace("node_size = 2", "node_size = 1")
+    no_l3 = "level 3 is taken as level 2 (a partner copy on the next node): level 3 needs whole groups of group_size = "
     cases = [  # name, config, ranks, FTI level, libcrpm level, notice, topology line
         ("one node (node_size = 4)", one_node, 4, 2, 1,
          "levels 2 and 3 are taken as level 1: the job runs on one node (4 ranks, node_size in the configuration)",
@@ -92,7 +97,17 @@ def levels(a):
          "levels 2 and 3 are taken as level 1: the job runs on one node (3 ranks, MPI shared-memory nodes)",
          "3 ranks on 1 node (MPI shared-memory nodes)"),
         ("level 2 on 2 nodes", GOOD, 4, 2, 2, None, "4 ranks on 2 nodes (node_size from the configuration)"),
-        ("level 3 on 2 nodes", GOOD, 4, 3, 2, "level 3 is taken as level 2", "4 ranks on 2 nodes"),
+        ("level 3 on 2 nodes, group_size 4 by default", GOOD, 4, 3, 2,
+         no_l3 + "4 nodes with the same number of ranks each, and the job has 2 nodes; said once", "4 ranks on 2 nodes"),
+        ("level 3 on 2 nodes, group_size = 2", g2, 4, 3, 3, None, "4 ranks on 2 nodes"),
+        ("level 7 (differential 3) on 4 nodes, group_size = 2", g2_n1, 4, 7, 3, None, "4 ranks on 4 nodes"),
+        ("level 3 on 3 nodes, group_size = 2", g2_n1, 3, 3, 2,
+         no_l3 + "2 nodes with the same number of ranks each, and the job has 3 nodes; said once", "3 ranks on 3 nodes"),
+        ("level 3 on 3 nodes of 2, 2 and 1 ranks, group_size = 3", GOOD + "group_size = 3\n", 5, 3, 2,
+         no_l3 + "3 nodes with the same number of ranks each, and the job has 3 nodes of different sizes; said once",
+         "5 ranks on 3 nodes"),
+        ("level 3 on 2 nodes, group_size = 1", GOOD + "group_size = 1\n", 4, 3, 2,
+         no_l3 + "1 nodes with the same number", "4 ranks on 2 nodes"),
         ("level 6 (differential 2) on 3 nodes", GOOD, 5, 6, 2, None, "5 ranks on 3 nodes"),
     ]
     for i, (name, text, np, level, want, notice, topo) in enumerate(cases):
@@ -138,11 +153,11 @@ def main():
     before = (open(cfg, "rb").read(), os.stat(cfg).st_mtime_ns)
     rc, out = run(4, [a.semantics, cfg], d)
     expect("semantics program", rc == 0 and "passed: 0 failed checks" in out, out)
-    # semantics.fti: node_size = 2, so 4 ranks are 2 nodes and FTI levels 2, 3 and 6 are libcrpm's level 2
-    expect("level 3 noticed once as level 2", out.count("level 3 is taken as level 2") == 1 and
-           "taken as level 1" not in out, out)
-    expect("FTI levels 2, 3 and 6 checkpoint at level 2, 1 at level 1",
-           all("[crpm] checkpoint %d (L%d)" % (i, l) in out for i, l in ((1, 2), (2, 2), (3, 2), (5, 1))), out)
+    # semantics.fti: node_size = 2 and group_size = 2, so 4 ranks are 2 nodes, one level-3 group; FTI levels 2
+    # and 6 are libcrpm's level 2, level 3 its level 3
+    expect("no level substituted", "is taken as level" not in out, out)
+    expect("FTI levels 2 and 6 checkpoint at level 2, 3 at level 3, 1 at level 1",
+           all("[crpm] checkpoint %d (L%d)" % (i, l) in out for i, l in ((1, 2), (2, 3), (3, 2), (5, 1))), out)
     expect("node_size = 2 makes 2 nodes of 4 ranks",
            "[crpm] 4 ranks on 2 nodes (node_size from the configuration)" in out, out)
     expect("head = 1 runs without heads and says so", out.count("head = 1: libcrpm runs without head") == 2, out)

@@ -4,7 +4,9 @@ each checksummed part of one (superblock, commit record, committed epoch's
 metadata header and body) with a non-zero exit; usage errors exit 2.  Level-2
 partner copies (partner-<r>.crpm, byte-identical mirrors of rank r's
 container) are labelled as such, alone and in a directory listing, and a
-copy whose container is another rank's fails."""
+copy whose container is another rank's fails; so are level-3 parity
+containers (parity-<r>.crpm, ordinary containers of rank r whose region ids
+are the codewords it holds parity for)."""
 import os
 import re
 import shutil
@@ -53,6 +55,7 @@ def body(a, work):
         check(p.stdout.count("container:") == 2 and "status:         OK" in p.stdout, "two-file report")
 
     partner_copies(a, work, good)
+    parity_containers(a, work, good)
 
     check("usage: crpm-inspect" in run([a.inspect, "--help"]).stdout, "--help")
     run([a.inspect], expect=2)
@@ -110,6 +113,46 @@ def partner_copies(a, work, good):
     os.makedirs(empty)
     p = run([a.inspect, empty], expect=1)
     check("no checkpoint files" in p.stderr, "empty directory:\n" + p.stderr)
+
+
+def parity_containers(a, work, good):
+    """A simulated node directory holding rank 1's container and its parity
+    container.  Level 3 writes parity containers in the ordinary container
+    format, so a copy of rank-1.crpm stands for one here: its region ids
+    (0 to 4) are listed as the codewords."""
+    node = os.path.join(work, "pnode1", "insp")
+    os.makedirs(node)
+    shutil.copy(good, os.path.join(node, "rank-1.crpm"))
+    pc = os.path.join(node, "parity-1.crpm")
+    shutil.copy(good, pc)
+
+    out = run([a.inspect, pc]).stdout
+    label = (r"kind:\s+level-3 parity container of rank 1 \(codewords: 0, 1, 2, 3, 4; job insp, rank 1 of 2, "
+             r"epoch 3\)\n")
+    check(re.search(label + r"container:\s+" + re.escape(pc), out), "parity container label:\n" + out)
+    check(re.search(r"status:\s+OK", out), "parity container report:\n" + out)
+    check("parity container" not in run([a.inspect, good]).stdout, "rank-1.crpm labelled as a parity container")
+
+    out = run([a.inspect, node]).stdout
+    for pat in (r"containers:\s+1 \(ranks 1\)\n", r"partner copies:\s+0\n",
+                r"parity:\s+1 \(level-3 parity containers of ranks 1\)\n", r"level-4 files:\s+0\n", label):
+        check(re.search(pat, out), "directory listing lacks /%s/:\n%s" % (pat, out))
+    check(out.count("status:         OK") == 2, "directory report:\n" + out)
+    check(out.index("rank-1.crpm") < out.index("parity-1.crpm"), "containers come before parity containers")
+    out = run([a.inspect, os.path.dirname(good)]).stdout
+    check(re.search(r"parity:\s+0\n", out), "job directory without parity:\n" + out)
+
+    # a parity container under another rank's name fails
+    wrong = os.path.join(node, "parity-0.crpm")
+    shutil.copy(good, wrong)
+    p = run([a.inspect, wrong], expect=1)
+    check("parity container of rank 0, but its container is rank 1's" in p.stderr and
+          "status:         OK" not in p.stdout, "wrong holder accepted:\n%s%s" % (p.stdout, p.stderr))
+    os.unlink(wrong)
+    flip_bit(pc, 17)
+    p = run([a.inspect, pc], expect=1)
+    check(re.search(r"FAILED: .*superblock checksum", p.stderr), "damaged parity container:\n" + p.stderr)
+    check("kind:           level-3 parity container of rank 1\n" in p.stdout, "damaged parity container labelled")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,13 @@ static void crpm_check(int rc, const char *what, int collective)
     exit(1);
 }
 
+/* The level whose data the restart used: level 1's containers, rebuilt from
+ * level-2 copies or level-3 parity when nodes were lost, or level 4. */
+static int restart_level(int status)
+{
+    return status == CRPM_STATUS_L4 ? 4 : status == CRPM_STATUS_L3 ? 3 : status == CRPM_STATUS_L2 ? 2 : 1;
+}
+
 static long parse_arg(int argc, char **argv, int *i)
 {
     if (*i + 1 >= argc) {
@@ -138,8 +145,7 @@ int main(int argc, char **argv)
         if (st > 0 && ckpt_every > 0) {
             crpm_check(crpm_recover(), "crpm_recover", 1);
             if (rank == 0)
-                printf("heat: restarted from iteration %d (level %d)\n", iter,
-                       st == CRPM_STATUS_L4 ? 4 : st == CRPM_STATUS_L2 ? 2 : 1);
+                printf("heat: restarted from iteration %d (level %d)\n", iter, restart_level(st));
             fflush(stdout);
         }
     }
@@ -160,8 +166,7 @@ int main(int argc, char **argv)
             int s = crpm_snapshot();
             crpm_check(s, "crpm_snapshot", 1);
             if (s == CRPM_SNAP_RECOVERED && rank == 0) {
-                printf("heat: restarted from iteration %d (level %d)\n", iter,
-                       crpm_status() == CRPM_STATUS_L4 ? 4 : crpm_status() == CRPM_STATUS_L2 ? 2 : 1);
+                printf("heat: restarted from iteration %d (level %d)\n", iter, restart_level(crpm_status()));
                 fflush(stdout);
             }
         }
