@@ -498,17 +498,31 @@ static int ensure_parity(crpm_level *lv)
     return rc;
 }
 
-/* Image segments [t0, t1) of codeword slot j, zero-padded, into b. */
-static void pack_segments(l3_state *s, const image *im, int j, uint64_t t0, uint64_t t1, unsigned char *b)
+/* The first `width` bytes (no segment defines more) of image segments
+ * [t0, t1) of codeword slot j, zero-padded, into b. */
+static void pack_segments(l3_state *s, const image *im, int j, uint64_t t0, uint64_t t1, uint64_t width,
+                          unsigned char *b)
 {
-    uint64_t seg = s->segsize, ln;
+    uint64_t ln;
     uint32_t ph;
     for (uint64_t t = t0; t < t1; t++) {
         const char *p = seg_bytes(s->own, im, t * (uint64_t)s->k + (uint64_t)j, &ln, &ph);
-        memset(b + (t - t0) * seg, 0, seg);
+        memset(b + (t - t0) * width, 0, width);
         if (p)
-            memcpy(b + (t - t0) * seg, p, ln);
+            memcpy(b + (t - t0) * width, p, ln < width ? ln : width);
     }
+}
+
+/* Bytes any segment of the image defines at most. */
+static uint64_t defined_width(l3_state *s, const image *im)
+{
+    uint64_t w = 0, ln;
+    uint32_t ph;
+    for (uint64_t i = 0; i < im->nsegs; i++) {
+        seg_bytes(s->own, im, i, &ln, &ph);
+        w = ln > w ? ln : w;
+    }
+    return w;
 }
 
 /* Full re-encode check (tests): every rank sends its image segments raw to
@@ -519,9 +533,13 @@ static int verify(crpm_level *lv, const image *im, uint64_t psegs)
     l3_state *s = st_of(lv);
     MPI_Comm comm = lv->env->comm;
     int K = s->lay.K, M = s->lay.M, k = s->k, rc = CRPM_SUCCESS;
-    uint64_t seg = s->segsize, T = ROUND_BYTES / (seg * (uint64_t)k);
+    /* only the bytes some image defines travel: the rest is zero everywhere */
+    int64_t wmine = (int64_t)defined_width(s, im), wall = 0;
+    if (MPI_Allreduce(&wmine, &wall, 1, MPI_INT64_T, MPI_MAX, comm) != MPI_SUCCESS)
+        return crpm_error(CRPM_ERR_MPI, "level 3: parity check: MPI_Allreduce failed");
+    uint64_t seg = s->segsize, wd = wall > 0 ? (uint64_t)wall : 1, T = ROUND_BYTES / (wd * (uint64_t)k);
     T = T ? T : 1;
-    size_t cap = (size_t)(T * seg);
+    size_t cap = (size_t)((T < psegs ? T : psegs ? psegs : 1) * wd);
     unsigned char **mine = calloc((size_t)k, sizeof *mine), **in = calloc((size_t)k, sizeof *in);
     unsigned char **par = calloc((size_t)M, sizeof *par);
     MPI_Request *req = malloc(sizeof *req * (size_t)(k * M));
@@ -536,11 +554,11 @@ static int verify(crpm_level *lv, const image *im, uint64_t psegs)
     if (MPI_Allreduce(&okv, &oka, 1, MPI_INT64_T, MPI_MIN, comm) != MPI_SUCCESS || !oka)
         psegs = 0;
     for (uint64_t t0 = 0; t0 < psegs; t0 += T) {
-        uint64_t t1 = t0 + T < psegs ? t0 + T : psegs, len = (t1 - t0) * seg;
+        uint64_t t1 = t0 + T < psegs ? t0 + T : psegs, len = (t1 - t0) * wd;
         int nreq = 0;
         for (int j = 0; j < k; j++) {
             int c = crpm_l3_codeword_of(&s->lay, s->g, j);
-            pack_segments(s, im, j, t0, t1, mine[j]);
+            pack_segments(s, im, j, t0, t1, wd, mine[j]);
             for (int h = 0; h < M; h++)
                 if (MPI_Isend(mine[j], (int)len, MPI_BYTE, s->grp[crpm_l3_holder(&s->lay, c, h)], TAG_L3 + c, comm,
                               &req[nreq]) == MPI_SUCCESS)
@@ -553,13 +571,17 @@ static int verify(crpm_level *lv, const image *im, uint64_t psegs)
                              MPI_STATUS_IGNORE) != MPI_SUCCESS && rc == 0)
                     rc = crpm_error(CRPM_ERR_MPI, "level 3: parity check: MPI_Recv failed");
             crpm_l3_encode(&s->code, len, in, par);
-            for (uint64_t x = 0; rc == 0 && x < len; x++) {
-                uint64_t off = t0 * seg + x;
-                unsigned char have = off < s->plen ? s->par[h][off] : 0;
-                if (have != par[h][x])
-                    rc = crpm_error(CRPM_ERR_CORRUPT, "level 3: parity of codeword %d (rank %d) differs from a full "
-                                    "re-encode at byte %llu", c, lv->env->rank, (unsigned long long)off);
-            }
+            /* row h is ours: segment t's first wd bytes as encoded, the rest zero */
+            for (uint64_t t = t0; rc == 0 && t < t1; t++)
+                for (uint64_t x = 0; x < seg; x++) {
+                    uint64_t off = t * seg + x;
+                    unsigned char want = x < wd ? par[h][(t - t0) * wd + x] : 0;
+                    if ((off < s->plen ? s->par[h][off] : 0) != want) {
+                        rc = crpm_error(CRPM_ERR_CORRUPT, "level 3: parity of codeword %d (rank %d) differs from a "
+                                        "full re-encode at byte %llu", c, lv->env->rank, (unsigned long long)off);
+                        break;
+                    }
+                }
         }
         if (nreq && MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS && rc == 0)
             rc = crpm_error(CRPM_ERR_MPI, "level 3: parity check: MPI_Waitall failed");
@@ -937,7 +959,7 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
         return mrc != MPI_SUCCESS ? crpm_mpi_fail(mrc, "level 3: MPI_Allreduce")
                                   : rc ? rc : crpm_error(CRPM_ERR_STATE, "level 3: another rank cannot rebuild");
     }
-    size_t cap = (size_t)(T * seg);
+    size_t cap = (size_t)((T < psegs ? T : psegs ? psegs : 1) * seg);
     unsigned char *mine = malloc(cap ? cap : 1);
     unsigned char **in = calloc((size_t)k, sizeof *in), *outb = malloc(cap ? cap : 1);
     MPI_Request *req = malloc(sizeof *req * (size_t)(K * K + 1));
@@ -973,7 +995,7 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
                 int j = 0;
                 while (crpm_l3_codeword_of(&s->lay, s->g, j) != c)
                     j++;
-                pack_segments(s, &im, j, t0, t1, b);
+                pack_segments(s, &im, j, t0, t1, seg, b);
             } else {
                 const unsigned char *p = s->par[unit - k];
                 uint64_t have = s->plen > t0 * seg ? s->plen - t0 * seg : 0;

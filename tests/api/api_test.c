@@ -263,6 +263,8 @@ static void test_roundtrip(void)
     CHECK(crpm_checkpoint(1, 0) == CRPM_ERR_INVAL, "level 0");
     CHECK(crpm_checkpoint(1, CRPM_L2) == CRPM_ERR_CONFIG && strstr(crpm_last_error(), "two nodes"),
           "level 2 on one node: %s", crpm_last_error());
+    CHECK(crpm_checkpoint(1, CRPM_L3) == CRPM_ERR_CONFIG && strstr(crpm_last_error(), "two nodes"),
+          "level 3 on one node: %s", crpm_last_error());
     int rc = crpm_checkpoint(1, CRPM_L4);
     CHECK(rc == CRPM_ERR_NOTSUP || rc == CRPM_ERR_CONFIG, "L4 without glbl_dir: %d", rc);
 
