@@ -481,7 +481,10 @@ static int ensure_parity(crpm_level *lv)
     crpm_container_run_id(s->own, run);
     crpm_open_opts oo = {.path = tmp, .segment_size = s->segsize, .block_size = s->blksize,
                          .job_name = lv->env->job_name, .rank = lv->env->rank, .nranks = lv->env->nranks,
-                         .persistence = s->o.persistence, .backend = s->o.backend, .create = 1, .run_id = run};
+                         .persistence = s->o.persistence, .backend = s->o.backend, .create = 1, .run_id = run,
+                         /* M regions only (not room for 128K arrays): each a segment table of at
+                          * most 1 MiB, 64 GiB of parity per codeword with 2-MiB segments */
+                         .slot_size = 4096 + (uint64_t)s->lay.M * (sizeof(struct crpm_slot_region) + (1u << 20))};
     crpm_container *c = NULL;
     int rc = crpm_container_open(&oo, &c, NULL);
     if (rc == 0)
