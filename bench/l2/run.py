@@ -212,6 +212,10 @@ def summarize(app, runs, rebuilds):
         for k in ("rebuild_gbps_transfer", "rebuild_gbps_end_to_end", "rebuild_transfer_s", "rebuild_end_to_end_s",
                   "rebuild_mib_per_rank", "resync_s", "resync_mib"):
             row[k] = median([r["lost"][k] for r in rebuilds])
+        # the fastest relaunch: what the code does when the shared machine lets it run
+        for k in ("rebuild_gbps_transfer", "rebuild_gbps_end_to_end"):
+            xs = [r["lost"][k] for r in rebuilds if r["lost"][k] is not None]
+            row[k + "_best"] = max(xs) if xs else None
         row["rebuild_gbps_from_extra_time"] = median([r["gbps_per_lost_rank_from_extra_time"] for r in rebuilds])
         row["rebuild_extra_start_s"] = median([r["extra_start_s"] for r in rebuilds])
         row["recover_gbps_lost"] = median([recover_gbps(r["lost"]["recover"]) for r in rebuilds])
@@ -363,6 +367,15 @@ def main():
             f"{machine['loadavg_start'][0]:.1f} at start, {machine['loadavg_end'][0]:.1f} at end; "
             f"{machine.get('date')}, commit {machine.get('git_head', '?')}")
     lines = [table(rows), "", desc, ""]
+    for r in rows:
+        if r.get("rebuild_gbps_transfer") is not None:
+            lines.append("- {}: rebuild of {} MiB per lost rank over {} relaunches: transfer {} GB/s median, {} best; "
+                         "end to end {} median, {} best; then resyncing the partner copies the lost node held: {} s".format(
+                             A.APP_NAME[r["app"]], fmt(r.get("rebuild_mib_per_rank"), "{:.1f}"), len(rebuilds[r["app"]]),
+                             fmt(r.get("rebuild_gbps_transfer")), fmt(r.get("rebuild_gbps_transfer_best")),
+                             fmt(r.get("rebuild_gbps_end_to_end")), fmt(r.get("rebuild_gbps_end_to_end_best")),
+                             fmt(r.get("resync_s"), "{:.3f}")))
+    lines.append("")
     for t in tg:
         lines.append("- {}: {}: {} ({})".format(A.APP_NAME[t["app"]], t["target"], fmt(t["value"], "{:.3f}"),
                                                {True: "met", False: "NOT met", None: "not measured"}[t["met"]]))
