@@ -205,11 +205,13 @@ static int restore_l2(crpm_ctx *ctx, gathered *g)
     double t0 = crpm_now();
     int xrc = rc == 0 ? crpm_level_l2_restore(&ctx->l2, g->restore, ctx->path, &sent) : CRPM_SUCCESS;
     double xfer = crpm_now() - t0;
+    /* a rank opens what it received before the one agreement on both: a
+     * failure elsewhere leaves it an open container that is closed anyway */
+    if (rc == 0 && xrc == 0 && g->restore[ctx->rank])
+        xrc = crpm_jobdir_open(ctx, ctx->path, 0, &g->c);
     if (rc == 0)
-        rc = crpm_agree(ctx->comm, ctx->rank, xrc, "crpm_init: restoring containers from their partner copies");
-    if (rc == 0 && g->restore[ctx->rank])
-        rc = crpm_jobdir_open(ctx, ctx->path, 0, &g->c);
-    rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init: opening a restored container");
+        rc = crpm_agree(ctx->comm, ctx->rank, xrc,
+                        "crpm_init: restoring containers from their partner copies and opening them");
     if (rc == 0 && ctx->cfg.verbosity >= 2) {
         double d[3] = {(double)sent, xfer, crpm_now() - t_all}, mx[3];
         if (MPI_Allreduce(d, mx, 3, MPI_DOUBLE, MPI_MAX, ctx->comm) == MPI_SUCCESS && ctx->rank == 0)
