@@ -19,8 +19,12 @@ from the 3rd on, when both copies of every segment exist) and of all of
 them, the bytes sent to partners per checkpoint, and the ratios L2 / L1 time
 and L2 bytes / full-copy bytes.  Then the rebuild after losing a node: an l2
 run is SIGKILLed after its 3rd checkpoint, node 1's directory removed, and
-the job relaunched; the library's recovery figures and the extra start-up
-time against a relaunch that lost nothing give GB/s per lost rank.
+the job relaunched.  GB/s per lost rank three ways: the library's transfer
+time (the sync call that writes the lost containers anew, slowest rank), its
+end-to-end time (that plus setting the damaged files aside, the agreements
+and reopening), and the extra start-up time against a relaunch that lost
+nothing (noisy: whole-job start-up on a shared machine).  The sync of the
+partner copies the lost node held comes after and is reported apart.
 
 Targets (issue #14): L2 adds <= 50% to L1's checkpoint time; L2 sends <= 15%
 of the full copy's bytes on LULESH; the rebuild runs >= 1 GB/s per lost rank.
@@ -64,8 +68,13 @@ SIZES = {
 # The library's checkpoint line of a level-2 checkpoint also says how much
 # was sent to partners ("...; 1.20 MiB sent to partners"), summed over ranks.
 SENT_RE = re.compile(A.NUM + A.UNIT + r"\s*(?:bytes\s+)?sent\b")
-# A line about the rebuild from partner copies, with a throughput.
-REBUILD_RE = re.compile(r"^\[crpm\].*\b(rebuil\w*|partner)\b.*?" + A.NUM + r"\s*GB/s")
+# The library's rebuild line: the transfer alone (the sync call, slowest
+# rank) and end to end (set-aside, agreements and reopening included).
+REBUILD_RE = re.compile(r"^\[crpm\] restart: .*rebuilt from partner copies, ([\d.]+) MiB per rank: transfer ([\d.]+) s "
+                        r"\(([\d.]+) GB/s per lost rank\), end to end ([\d.]+) s \(([\d.]+) GB/s per lost rank\)")
+# The sync that follows: partner copies the lost node held, rebuilt by their owners.
+RESYNC_RE = re.compile(r"^\[crpm\] restart: partner copies brought up to date, ([\d.]+) MiB from the busiest rank "
+                       r"in ([\d.]+) s")
 _parse_ckpt_line = A.parse_ckpt_line
 
 
@@ -142,11 +151,17 @@ class L2Bench(A.Bench):
                 run.kill()
                 rec = [A.parse_recover_line(ln) for ln in run.lines]
                 rec = [r for r in rec if r]
-                reb = [REBUILD_RE.search(ln) for ln in run.lines]
-                reb = [m for m in reb if m]
+                reb = [m for m in map(REBUILD_RE.search, run.lines) if m]
+                rsy = [m for m in map(RESYNC_RE.search, run.lines) if m]
                 out[case] = {"start_to_recovered_s": secs, "recover": rec[-1] if rec else None,
-                             "rebuild_gbps_printed": float(reb[-1].group(2)) if reb else None,
+                             "rebuild_mib_per_rank": float(reb[-1].group(1)) if reb else None,
+                             "rebuild_transfer_s": float(reb[-1].group(2)) if reb else None,
+                             "rebuild_gbps_transfer": float(reb[-1].group(3)) if reb else None,
+                             "rebuild_end_to_end_s": float(reb[-1].group(4)) if reb else None,
+                             "rebuild_gbps_end_to_end": float(reb[-1].group(5)) if reb else None,
                              "rebuild_line": reb[-1].group(0) if reb else None,
+                             "resync_mib": float(rsy[-1].group(1)) if rsy else None,
+                             "resync_s": float(rsy[-1].group(2)) if rsy else None,
                              "library_lines": [ln for ln in run.lines if ln.startswith("[crpm]")
                                                and "checkpoint" not in ln.split(":")[0]][-12:]}
         finally:
@@ -194,7 +209,13 @@ def summarize(app, runs, rebuilds):
     row["l2_over_full_bytes_steady"] = A.ratio(row.get("l2_sent_steady_B"), row.get("l2full_sent_steady_B"))
     row["l2_over_full_bytes_total"] = A.ratio(row.get("l2_sent_total_B"), row.get("l2full_sent_total_B"))
     if rebuilds:
-        row["rebuild_gbps_printed"] = median([r["lost"]["rebuild_gbps_printed"] for r in rebuilds])
+        for k in ("rebuild_gbps_transfer", "rebuild_gbps_end_to_end", "rebuild_transfer_s", "rebuild_end_to_end_s",
+                  "rebuild_mib_per_rank", "resync_s", "resync_mib"):
+            row[k] = median([r["lost"][k] for r in rebuilds])
+        # the fastest relaunch: what the code does when the shared machine lets it run
+        for k in ("rebuild_gbps_transfer", "rebuild_gbps_end_to_end"):
+            xs = [r["lost"][k] for r in rebuilds if r["lost"][k] is not None]
+            row[k + "_best"] = max(xs) if xs else None
         row["rebuild_gbps_from_extra_time"] = median([r["gbps_per_lost_rank_from_extra_time"] for r in rebuilds])
         row["rebuild_extra_start_s"] = median([r["extra_start_s"] for r in rebuilds])
         row["recover_gbps_lost"] = median([recover_gbps(r["lost"]["recover"]) for r in rebuilds])
@@ -214,17 +235,18 @@ def mib(b):
 def table(rows):
     t = ["| app | protected (MiB, all ranks) | per checkpoint, 3rd on: L1 / L2 / L2 full (ms) | **L2 / L1** "
          "| L2 full / L1 | sent per checkpoint: L2 / L2 full (MiB) | **L2 / full bytes** (3rd on / all) "
-         "| rebuild per lost rank (GB/s): printed / from start-up time |",
+         "| rebuild per lost rank (GB/s): transfer / end to end / from start-up time |",
          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
-        t.append("| {} | {} | {} / {} / {} | **{}** | {} | {} / {} | **{}** / {} | {} / {} |".format(
+        t.append("| {} | {} | {} / {} / {} | **{}** | {} | {} / {} | **{}** / {} | {} / {} / {} |".format(
             A.APP_NAME[r["app"]], fmt(mib(r.get("l1_protected_B")), "{:.1f}"),
             *(fmt(None if r.get(f"{v}_ckpt_steady_s") is None else 1e3 * r[f"{v}_ckpt_steady_s"], "{:.2f}")
               for v in VARIANTS),
             fmt(r.get("l2_over_l1_time_steady")), fmt(r.get("l2full_over_l1_time_steady")),
             fmt(mib(r.get("l2_sent_steady_B")), "{:.3f}"), fmt(mib(r.get("l2full_sent_steady_B")), "{:.3f}"),
             fmt(r.get("l2_over_full_bytes_steady"), "{:.1%}"), fmt(r.get("l2_over_full_bytes_total"), "{:.1%}"),
-            fmt(r.get("rebuild_gbps_printed")), fmt(r.get("rebuild_gbps_from_extra_time"))))
+            fmt(r.get("rebuild_gbps_transfer")), fmt(r.get("rebuild_gbps_end_to_end")),
+            fmt(r.get("rebuild_gbps_from_extra_time"))))
     return "\n".join(t)
 
 
@@ -240,9 +262,10 @@ def targets(rows):
         if r["app"] == "lulesh":
             out.append({"app": r["app"], "target": "L2 bytes sent <= 15% of the full copy's", "value": x,
                         "met": None if x is None else x <= 0.15})
-        x = r.get("rebuild_gbps_printed") or r.get("rebuild_gbps_from_extra_time")
-        out.append({"app": r["app"], "target": "rebuild >= 1 GB/s per lost rank", "value": x,
-                    "met": None if x is None else x >= 1.0})
+        for k, what in (("rebuild_gbps_transfer", "transfer"), ("rebuild_gbps_end_to_end", "end to end")):
+            x = r.get(k)
+            out.append({"app": r["app"], "target": f"rebuild >= 1 GB/s per lost rank ({what})", "value": x,
+                        "met": None if x is None else x >= 1.0})
     return out
 
 
@@ -318,10 +341,14 @@ def main():
                 rebuilds[app].append(r)
                 print(f"[rebuild {rep + 1}/{rreps}] {app:6s}: node {LOST_NODE} lost ({r['lost_ranks']} ranks, "
                       f"{mib(r['lost_container_bytes']):.1f} MiB of containers): start-up +{r['extra_start_s']:.3f} s"
-                      f", printed {fmt(r['lost']['rebuild_gbps_printed'])} GB/s", flush=True)
-                if r["lost"]["rebuild_gbps_printed"] is None:
+                      f", {fmt(r['lost']['rebuild_gbps_transfer'])} GB/s transfer, "
+                      f"{fmt(r['lost']['rebuild_gbps_end_to_end'])} GB/s end to end", flush=True)
+                if r["lost"]["rebuild_gbps_transfer"] is None:
                     problems.append(f"{app}: no rebuild line with GB/s from the library after losing a node; its "
                                     f"lines: {r['lost']['library_lines']}")
+                if r["lost"]["resync_s"] is None:
+                    problems.append(f"{app}: no line about the partner copies brought up to date after losing a "
+                                    f"node; its lines: {r['lost']['library_lines']}")
     finally:
         bench.cleanup()
     machine["loadavg_end"] = os.getloadavg()
@@ -340,6 +367,15 @@ def main():
             f"{machine['loadavg_start'][0]:.1f} at start, {machine['loadavg_end'][0]:.1f} at end; "
             f"{machine.get('date')}, commit {machine.get('git_head', '?')}")
     lines = [table(rows), "", desc, ""]
+    for r in rows:
+        if r.get("rebuild_gbps_transfer") is not None:
+            lines.append("- {}: rebuild of {} MiB per lost rank over {} relaunches: transfer {} GB/s median, {} best; "
+                         "end to end {} median, {} best; then resyncing the partner copies the lost node held: {} s".format(
+                             A.APP_NAME[r["app"]], fmt(r.get("rebuild_mib_per_rank"), "{:.1f}"), len(rebuilds[r["app"]]),
+                             fmt(r.get("rebuild_gbps_transfer")), fmt(r.get("rebuild_gbps_transfer_best")),
+                             fmt(r.get("rebuild_gbps_end_to_end")), fmt(r.get("rebuild_gbps_end_to_end_best")),
+                             fmt(r.get("resync_s"), "{:.3f}")))
+    lines.append("")
     for t in tg:
         lines.append("- {}: {}: {} ({})".format(A.APP_NAME[t["app"]], t["target"], fmt(t["value"], "{:.3f}"),
                                                {True: "met", False: "NOT met", None: "not measured"}[t["met"]]))

@@ -54,6 +54,7 @@ typedef struct crpm_sync_dst {
 typedef struct crpm_sync_src {
     int peer;
     crpm_media *m;             /* the file to copy, unchanged meanwhile */
+    const char *path;          /* its name (holes are found there), or NULL */
 } crpm_sync_src;
 
 /* Collective over the pairs: every rank passes the syncs it is the source

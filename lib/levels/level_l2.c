@@ -292,7 +292,7 @@ static int l2_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm
     }
     int mine = pair_mode(&oi, &phi);
     /* 1. syncs first (they need fingerprints from the destination) */
-    crpm_sync_src src = {s->o.partner, crpm_container_media(s->own)};
+    crpm_sync_src src = {s->o.partner, crpm_container_media(s->own), s->own->path};
     crpm_sync_dst *dst = calloc((size_t)s->o.nowners + 1, sizeof *dst);
     int *rewritten = calloc((size_t)s->o.nowners + 1, sizeof *rewritten), nd = 0;
     if (!dst || !rewritten) {
@@ -494,7 +494,7 @@ int crpm_level_l2_restore(crpm_level *lv, const int64_t *restore, const char *ow
                                 s->held[i].owner);
                 continue;
             }
-            src[nsrc++] = (crpm_sync_src){s->held[i].owner, crpm_container_media(s->held[i].r)};
+            src[nsrc++] = (crpm_sync_src){s->held[i].owner, crpm_container_media(s->held[i].r), s->held[i].path};
         }
     crpm_sync_dst dst = {s->o.partner, own_path, NULL, backend_of(s), 1};
     int lrc = crpm_sync_files(lv->env->comm, src, nsrc, &dst, restore[lv->env->rank] != 0, sent, &rewritten);
@@ -518,7 +518,7 @@ int crpm_level_l2_sync(crpm_level *lv, uint64_t *sent)
         held *h = &s->held[i];
         dst[i] = (crpm_sync_dst){h->owner, h->path, h->r ? crpm_container_media(h->r) : NULL, backend_of(s), 0};
     }
-    crpm_sync_src src = {s->o.partner, crpm_container_media(s->own)};
+    crpm_sync_src src = {s->o.partner, crpm_container_media(s->own), s->own->path};
     int rc = crpm_sync_files(lv->env->comm, &src, 1, dst, s->o.nowners, sent, rewritten);
     for (int i = 0; i < s->o.nowners; i++)
         if (rewritten[i])
