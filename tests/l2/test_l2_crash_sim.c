@@ -21,6 +21,7 @@
 #include "engine.h"
 #include "fsutil.h"
 #include "level.h"
+#include "sim_image.h"
 
 #define MAXR 6
 #define MAXE 64
@@ -152,7 +153,6 @@ static int g_sync;              /* a whole-file sync is expected */
 static uint64_t g_epoch;        /* the owner's epoch the copy is brought to */
 static uint64_t g_rng = 0x5eed;
 static int g_random_per_drain = 12;
-static char img_path[CRPM_PATH_MAX + 16];
 static char *img;
 static size_t img_cap;
 static uint64_t images, failures, n_unopened, n_at_old, n_at_new, n_rolled, n_newfile, drains;
@@ -189,34 +189,8 @@ static int matches(crpm_container *c, const snap *s, char *why, size_t whylen)
     return 0;
 }
 
-/* The image file stays between images; only pages that changed are written
- * (page 0 always: a rollback rewrites the commit word in the file). */
-static int img_fd = -1;
-static char *img_shadow;
-static size_t img_size;
-
-static void write_image(const char *buf, size_t n)
-{
-    if (img_fd < 0) {
-        img_fd = open(img_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-        REQUIRE(img_fd >= 0, "open %s", img_path);
-    }
-    if (n != img_size) {
-        REQUIRE(ftruncate(img_fd, (off_t)n) == 0, "ftruncate image");
-        img_shadow = realloc(img_shadow, n);
-        REQUIRE(img_shadow, "out of memory");
-        if (n > img_size)
-            memset(img_shadow + img_size, 0, n - img_size);
-        img_size = n;
-    }
-    for (size_t off = 0; off < n; off += 4096) {
-        size_t len = n - off < 4096 ? n - off : 4096;
-        if (off && memcmp(buf + off, img_shadow + off, len) == 0)
-            continue;
-        REQUIRE(pwrite(img_fd, buf + off, len, (off_t)off) == (ssize_t)len, "write image");
-        memcpy(img_shadow + off, buf + off, len);
-    }
-}
+/* The image file stays between images (tests/common/sim_image.h). */
+static sim_image_file img_file;
 
 static void fail(const char *fmt, ...) CHECK_PRINTF_(1, 2);
 static void fail(const char *fmt, ...)
@@ -234,11 +208,11 @@ static void fail(const char *fmt, ...)
  * step, `next` the epoch the step brings it to. */
 static void verify_image(const char *buf, size_t n, int has_old, uint64_t old, uint64_t next, const char *kind)
 {
-    write_image(buf, n);
+    sim_image_write(&img_file, buf, n);
     images++;
     uint64_t word;
     memcpy(&word, buf + CRPM_WORD_OFF, sizeof word);
-    crpm_open_opts o = {.path = img_path, .job_name = JOB, .rank = 0, .nranks = 2,
+    crpm_open_opts o = {.path = img_file.path, .job_name = JOB, .rank = 0, .nranks = 2,
                         .persistence = CRPM_PERSIST_MSYNC};
     crpm_container *c;
     if (crpm_format_open(&o, &c, NULL) != 0) {
@@ -417,7 +391,11 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const cha
     }
     die_unless(crpm_mkdir_p(dir[rank]) == 0, "mkdir %s", dir[rank]);
     crpm_name_partner(copy, sizeof copy, dir[rank], 1 - rank);
-    snprintf(img_path, sizeof img_path, "%s/image.crpm", dir[rank]);
+    {
+        char ipath[CRPM_PATH_MAX + 16];
+        snprintf(ipath, sizeof ipath, "%s/image.crpm", dir[rank]);
+        sim_image_init(&img_file, ipath);
+    }
     workload w[2];
     wl_init(&w[0], seed * 2 + 1);
     wl_init(&w[1], seed * 2 + 2);
@@ -553,12 +531,7 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const cha
     char lock[CRPM_PATH_MAX];
     crpm_name_rank_lock(lock, sizeof lock, dir[rank], rank);
     crpm_unlink_quiet(lock);
-    if (img_fd >= 0) {
-        close(img_fd);
-        img_fd = -1;
-        img_size = 0;
-        crpm_unlink_quiet(img_path);
-    }
+    sim_image_done(&img_file);
     MPI_Barrier(MPI_COMM_WORLD);
     rmdir(dir[rank]);
     for (int r = 0; r < 2; r++)
@@ -610,7 +583,6 @@ int main(int argc, char **argv)
         for (int j = 0; j < refs[i].n; j++)
             free(refs[i].data[j]);
     free(img);
-    free(img_shadow);
     MPI_Finalize();
     return all ? 1 : 0;
 }
