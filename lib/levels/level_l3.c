@@ -843,8 +843,6 @@ int crpm_level_l3_at(crpm_level *lv, uint64_t epoch, int *usable)
     }
     if (n != s->lay.M)
         return CRPM_SUCCESS;
-    if (!s->segsize)
-        s->segsize = crpm_container_segment_size(s->pc), s->blksize = crpm_container_block_size(s->pc);
     rc = size_parity(s, len, 1);
     if (rc == 0)
         rc = crpm_container_recover(s->pc);
@@ -909,8 +907,6 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
     int rc = CRPM_SUCCESS;
     if (!i_am_lost)
         rc = s->own ? image_of(s->own, &im) : crpm_error(CRPM_ERR_STATE, "level 3: no container attached");
-    if (!s->segsize && s->own)
-        s->segsize = crpm_container_segment_size(s->own), s->blksize = crpm_container_block_size(s->own);
     int64_t v[2] = {rc != 0, (int64_t)((im.nsegs + (uint64_t)k - 1) / (uint64_t)k)}, r[2];
     if (s->par_epoch && s->segsize && (int64_t)(s->plen / s->segsize) > v[1])
         v[1] = (int64_t)(s->plen / s->segsize);
@@ -963,13 +959,12 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
                                   : rc ? rc : crpm_error(CRPM_ERR_STATE, "level 3: another rank cannot rebuild");
     }
     size_t cap = (size_t)((T < psegs ? T : psegs ? psegs : 1) * seg);
-    unsigned char *mine = malloc(cap ? cap : 1);
     unsigned char **in = calloc((size_t)k, sizeof *in), *outb = malloc(cap ? cap : 1);
     MPI_Request *req = malloc(sizeof *req * (size_t)(K * K + 1));
     unsigned char **sbuf = calloc((size_t)(K + 1), sizeof *sbuf);
     for (int i = 0; in && i < k; i++)
         in[i] = malloc(cap ? cap : 1);
-    if (!mine || !in || !outb || !req || !sbuf)
+    if (!in || !outb || !req || !sbuf)
         rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
     for (uint64_t t0 = 0; rc == 0 && t0 < psegs; t0 += T) {
         uint64_t t1 = t0 + T < psegs ? t0 + T : psegs, len = (t1 - t0) * seg;
@@ -1061,7 +1056,6 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
         free(in[i]);
     free(in);
     free(outb);
-    free(mine);
     free(req);
     free(sbuf);
     free(dec);
