@@ -308,7 +308,7 @@ static int cmp_span(const void *a, const void *b)
 
 static int region_tracked(const crpm_container *c, const crpm_region *r)
 {
-    return c->trk && r->tracked && r->p_elem_size && r->p_count;
+    return ((c->trk && r->tracked) || r->declared) && r->p_elem_size && r->p_count;
 }
 
 /* Adaptive tracking.  A write fault costs about as much as comparing ~4 pages
@@ -326,6 +326,49 @@ static int region_tracked(const crpm_container *c, const crpm_region *r)
 static int region_scanned(const crpm_container *c, const crpm_region *r)
 {
     return region_tracked(c, r) && r->hot_left == 0;
+}
+
+/* wbits and stale cover r's protected blocks; 0 when out of memory. */
+static int ensure_bits(crpm_region *r, uint64_t blk)
+{
+    uint64_t bytes = r->p_count * r->p_elem_size, words = ((bytes + blk - 1) / blk + 63) / 64;
+    if (words <= r->bits_cap)
+        return 1;
+    uint64_t *w = realloc(r->wbits, words * 8), *st;
+    if (w) r->wbits = w;
+    st = w ? realloc(r->stale, words * 8) : NULL;
+    if (st) r->stale = st;
+    if (!w || !st)
+        return 0;
+    memset(w + r->bits_cap, 0, (words - r->bits_cap) * 8);
+    r->bits_cap = words;
+    r->stale_valid = 0;
+    return 1;
+}
+
+int crpm_container_declare_writes(crpm_container *c, int32_t id)
+{
+    crpm_region *r = crpm_region_find(c, id);
+    if (!r || !r->p_elem_size)
+        return crpm_error(CRPM_ERR_INVAL, "declare writes: id %d is not protected", id);
+    if (!r->declared)
+        r->rescan_all = 1; /* what was written before went unreported */
+    r->declared = 1;
+    return CRPM_SUCCESS;
+}
+
+void crpm_container_written(crpm_container *c, int32_t id, uint64_t off, uint64_t len)
+{
+    crpm_region *r = crpm_region_find(c, id);
+    uint64_t bytes = r ? r->p_count * r->p_elem_size : 0, blk = c->sb.block_size;
+    if (!r || !r->declared || off >= bytes || !len)
+        return;
+    if (!ensure_bits(r, blk)) {
+        r->rescan_all = 1; /* no bitmap to report into: compare all */
+        return;
+    }
+    uint64_t end = len > bytes - off ? bytes : off + len;
+    set_bits(r->wbits, off / blk, (end + blk - 1) / blk, 1);
 }
 
 /* After a committed checkpoint: the next hot/cold decision for r. */
@@ -359,7 +402,7 @@ static void scan_all(crpm_container *c)
     span_list want = {0}, got = {0};
     for (int i = 0; i < c->nregions; i++) {
         crpm_region *r = &c->regions[i];
-        if (!region_scanned(c, r))
+        if (!region_scanned(c, r) || r->declared)
             continue;
         uintptr_t lo = (uintptr_t)r->ptr & ~(pg - 1);
         uintptr_t hi = ((uintptr_t)r->ptr + r->p_count * r->p_elem_size + pg - 1) & ~(pg - 1);
@@ -390,15 +433,16 @@ static void scan_all(crpm_container *c)
         if (!region_scanned(c, r))
             continue;
         uint64_t bytes = r->p_count * r->p_elem_size, nblocks = (bytes + blk - 1) / blk, words = (nblocks + 63) / 64;
-        if (words > r->bits_cap) {
-            uint64_t *w = realloc(r->wbits, words * 8), *st;
-            if (w) r->wbits = w;
-            st = w ? realloc(r->stale, words * 8) : NULL;
-            if (st) r->stale = st;
-            if (!w || !st)
-                continue; /* no memory for bitmaps: this region is compared whole */
-            r->bits_cap = words;
-            r->stale_valid = 0;
+        if (!ensure_bits(r, blk))
+            continue; /* no memory for bitmaps: this region is compared whole */
+        if (!r->stale_valid)
+            memset(r->stale, 0xff, words * 8);
+        r->scanned = 1;
+        if (r->declared) { /* wbits holds the reports since the last commit */
+            if (r->rescan_all)
+                memset(r->wbits, 0xff, words * 8);
+            r->rescan_all = 1; /* kept until this checkpoint commits */
+            continue;
         }
         uintptr_t lo = (uintptr_t)r->ptr, hi = lo + bytes;
         int all = r->rescan_all || want.oom || got.oom;
@@ -414,10 +458,7 @@ static void scan_all(crpm_container *c)
             set_bits(r->wbits, (s0 - lo) / blk, (s1 - lo + blk - 1) / blk, 1);
             r->wbytes += s1 - s0;
         }
-        if (!r->stale_valid)
-            memset(r->stale, 0xff, words * 8);
         r->rescan_all = 1; /* until this checkpoint commits, the report is in flight */
-        r->scanned = 1;
     }
     free(want.v);
     free(got.v);
@@ -670,11 +711,16 @@ static void adopt_saved(crpm_container *c, crpm_seg **segs)
         }
         r->saved = 1;
         r->segs = segs[i];
-        if (c->trk && r->tracked) {
+        if (region_tracked(c, r)) {
             /* an unscanned region was compared whole: the copies differ who knows where */
             r->stale_valid = r->scanned;
             r->rescan_all = 0;
-            update_hotness(r);
+            if (r->declared && r->scanned)
+                memset(r->wbits, 0, r->bits_cap * 8); /* reported writes are in the commit */
+            else if (r->declared)
+                r->rescan_all = 1; /* reports were not kept: compare all next time */
+            else
+                update_hotness(r);
         }
         r->type_code = r->p_type_code;
         r->elem_size = r->p_elem_size;
@@ -710,7 +756,7 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
     if (rc == 0 && fresh)
         rc = reserve_phys(c, fresh);
     ck_stats st = {0, 0, 0};
-    if (rc == 0 && c->trk)
+    if (rc == 0)
         scan_all(c);
     for (int i = 0; i < c->nregions && rc == 0; i++)
         if (c->regions[i].p_elem_size)

@@ -16,6 +16,15 @@ int crpm_container_protect(crpm_container *c, int32_t id, void *ptr, uint64_t co
                            int32_t type_code, uint64_t elem_size);
 int crpm_container_unprotect(crpm_container *c, int32_t id);
 
+/* Array id (protected) reports its own writes from now on: a checkpoint
+ * compares only the blocks reported since the last commit (and those where
+ * the two copies may differ), not every block.  For containers whose owner
+ * knows exactly what it changed (level-3 parity).  A write not reported is a
+ * write lost, so re-protecting it elsewhere or resizing it compares all. */
+int crpm_container_declare_writes(crpm_container *c, int32_t id);
+/* Bytes [off, off+len) of array id changed (clipped to the array). */
+void crpm_container_written(crpm_container *c, int32_t id, uint64_t off, uint64_t len);
+
 /* Commit epoch+1 holding the protected arrays. */
 int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t *st);
 /* Copy the committed epoch into the protected arrays; the protected set must
@@ -30,5 +39,8 @@ const char *crpm_container_tracking(const crpm_container *c);
  * is not available at all); NULL when it is tracked, when tracking was not
  * asked for, or when id is not protected. */
 const char *crpm_container_untracked_reason(const crpm_container *c, int32_t id);
+
+/* engine internals: the region of id, NULL when it was never protected */
+crpm_region *crpm_region_find(crpm_container *c, int32_t id);
 
 #endif

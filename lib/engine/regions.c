@@ -13,7 +13,7 @@ static crpm_idrecs region_recs(const crpm_container *c)
     return (crpm_idrecs){c->regions, sizeof *c->regions, offsetof(crpm_region, id)};
 }
 
-static crpm_region *find_region(crpm_container *c, int32_t id)
+crpm_region *crpm_region_find(crpm_container *c, int32_t id)
 {
     if (crpm_idindex_sync(&c->rindex, region_recs(c), c->nregions, 1) != 0) { /* no memory: search */
         for (int i = 0; i < c->nregions; i++)
@@ -38,7 +38,7 @@ int crpm_container_protect(crpm_container *c, int32_t id, void *ptr, uint64_t co
     if (!ptr && count)
         return crpm_error(CRPM_ERR_INVAL, "protect id %d: NULL pointer for %llu elements", id,
                           (unsigned long long)count);
-    crpm_region *r = find_region(c, id);
+    crpm_region *r = crpm_region_find(c, id);
     if (!r) {
         if (c->nregions == c->cap_regions) {
             int cap = c->cap_regions ? 2 * c->cap_regions : 8;
@@ -77,7 +77,7 @@ int crpm_container_protect(crpm_container *c, int32_t id, void *ptr, uint64_t co
 
 const char *crpm_container_untracked_reason(const crpm_container *c, int32_t id)
 {
-    const crpm_region *r = find_region((crpm_container *)c, id);
+    const crpm_region *r = crpm_region_find((crpm_container *)c, id);
     if (!c->want_tracking || !r || !r->p_elem_size)
         return NULL;
     if (!c->trk)
@@ -87,7 +87,7 @@ const char *crpm_container_untracked_reason(const crpm_container *c, int32_t id)
 
 int crpm_container_unprotect(crpm_container *c, int32_t id)
 {
-    crpm_region *r = find_region(c, id);
+    crpm_region *r = crpm_region_find(c, id);
     if (!r || !r->p_elem_size)
         return crpm_error(CRPM_ERR_INVAL, "unprotect: id %d is not protected", id);
     r->ptr = NULL;

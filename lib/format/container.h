@@ -140,11 +140,13 @@ typedef struct crpm_region {
     uint64_t p_count;
     /* change tracking (volatile, only with a tracker) */
     int tracked;             /* ptr..ptr+bytes is registered with the tracker */
+    int declared;            /* the owner reports its writes (crpm_container_written): wbits */
     const char *untracked;   /* with a tracker: why it is compared instead (static text) */
     int stale_valid;         /* stale describes the two copies */
     int rescan_all;          /* a scan's report was lost: treat every block as written */
     int scanned;             /* wbits holds this checkpoint's scan */
-    uint64_t *wbits;         /* blocks reported written by this checkpoint's scan */
+    uint64_t *wbits;         /* blocks reported written by this checkpoint's scan (declared:
+                                since the last commit) */
     uint64_t *stale;         /* blocks where the two NVM copies may differ */
     uint64_t bits_cap;       /* words in wbits and stale */
     uint64_t wbytes;         /* bytes on pages this checkpoint's scan reported written */

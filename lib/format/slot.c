@@ -311,6 +311,7 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
         merged[j].p_count = old->p_count;
         /* the registration stays; what the copies hold is now unknown */
         merged[j].tracked = old->tracked;
+        merged[j].declared = old->declared;
         merged[j].untracked = old->untracked;
         merged[j].wbits = old->wbits;
         merged[j].stale = old->stale;

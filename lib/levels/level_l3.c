@@ -315,8 +315,10 @@ static int recv_msg(MPI_Comm comm, int src, int tag, unsigned char **buf, int *l
 }
 
 /* Applies one message: count, (off, len) pairs, then the bytes. */
-static int apply_msg(l3_state *s, const unsigned char *m, int len, int h, int i, unsigned char *par, int from)
+static int apply_msg(l3_state *s, const unsigned char *m, int len, int h, int i, unsigned char *par, int from,
+                     crpm_container *pc)
 {
+    int32_t id = ((s->g - h) % s->lay.K + s->lay.K) % s->lay.K;
     uint64_t n = len >= 8 ? get64(m) : UINT64_MAX;
     if (n > ((uint64_t)len - 8) / 16)
         return crpm_error(CRPM_ERR_CORRUPT, "level 3: malformed delta from rank %d", from);
@@ -327,6 +329,8 @@ static int apply_msg(l3_state *s, const unsigned char *m, int len, int h, int i,
         if (l > avail - used || off > s->plen || l > s->plen - off)
             return crpm_error(CRPM_ERR_CORRUPT, "level 3: delta from rank %d out of range", from);
         crpm_l3_update(&s->code, h, i, data + used, par + off, l);
+        if (pc) /* the parity checkpoint compares only what deltas touched */
+            crpm_container_written(pc, id, off, l);
         used += l;
     }
     return CRPM_SUCCESS;
@@ -401,7 +405,7 @@ static int exchange(crpm_level *lv, const image *nw, const image *old, uint64_t 
                 int len = 0;
                 int lrc = recv_msg(comm, from, TAG_L3 + c, &m, &len);
                 if (lrc == 0 && rc == 0)
-                    lrc = apply_msg(s, m, len, h, i, target[h], from);
+                    lrc = apply_msg(s, m, len, h, i, target[h], from, target == s->par ? s->pc : NULL);
                 free(m);
                 rc = rc ? rc : lrc;
             }
@@ -461,8 +465,12 @@ static int size_parity(l3_state *s, uint64_t bytes, int zero)
     for (int h = 0; s->pc && h < M; h++) {
         int c = ((s->g - h) % s->lay.K + s->lay.K) % s->lay.K;
         int rc = crpm_container_protect(s->pc, c, s->par[h], s->plen, CRPM_TC_BYTE, 1);
+        if (rc == 0)
+            rc = crpm_container_declare_writes(s->pc, c);
         if (rc)
             return rc;
+        if (zero)
+            crpm_container_written(s->pc, c, 0, s->plen);
     }
     return CRPM_SUCCESS;
 }

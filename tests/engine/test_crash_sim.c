@@ -26,7 +26,22 @@ typedef struct region {
     uint64_t bytes;
     char *spare; /* an older buffer of the array, for double-buffer swaps */
     uint64_t spare_bytes;
+    uint64_t wr[16][2]; /* writes of this epoch, to report after protect */
+    int nwr;
 } region;
+
+/* Records a write for the declared mode; too many: the whole array. */
+static void wrote(region *r, uint64_t off, uint64_t len)
+{
+    if (r->nwr == 16) {
+        r->wr[0][0] = 0;
+        r->wr[0][1] = UINT64_MAX;
+        r->nwr = 1;
+        return;
+    }
+    r->wr[r->nwr][0] = off;
+    r->wr[r->nwr++][1] = len;
+}
 
 static snap refs[MAXE + 1];
 static uint64_t lo_epoch, hi_epoch;
@@ -35,6 +50,7 @@ static char img_path[256];
 static char *img;
 static int mid_checkpoint;
 static int track; /* run the workloads with change_tracking = pagemap */
+static int declared; /* the workloads report their writes (crpm_container_written) */
 
 static void free_snap(snap *s)
 {
@@ -203,25 +219,32 @@ static void mutate(uint64_t *s, region *r, int k)
             uint64_t nb = r->bytes + 1 + rnd_below(s, 20000);
             r->buf = realloc(r->buf, nb);
             fill_random(s, r->buf + r->bytes, nb - r->bytes);
+            wrote(r, r->bytes, nb - r->bytes);
             r->bytes = nb;
         }
         return; /* otherwise unchanged: stays clean for a while */
     }
     if (a < 50) { /* sparse */
         int n = 1 + (int)rnd_below(s, 6);
-        for (int i = 0; i < n; i++)
-            r->buf[rnd_below(s, r->bytes)] ^= (char)(1 + rnd_below(s, 255));
+        for (int i = 0; i < n; i++) {
+            uint64_t at = rnd_below(s, r->bytes);
+            r->buf[at] ^= (char)(1 + rnd_below(s, 255));
+            wrote(r, at, 1);
+        }
     } else if (a < 62) { /* dense */
         fill_random(s, r->buf, r->bytes);
+        wrote(r, 0, r->bytes);
     } else if (a < 75) { /* contiguous run */
         uint64_t off = rnd_below(s, r->bytes), len = 1 + rnd_below(s, r->bytes - off);
         fill_random(s, r->buf + off, len);
+        wrote(r, off, len);
     } else if (a < 82) { /* undo: back to what epoch k-2 held, so DRAM equals the other copy */
         if (k >= 2)
             for (int i = 0; i < refs[k - 2].n; i++)
                 if (refs[k - 2].id[i] == r->id) {
                     uint64_t n = refs[k - 2].bytes[i] < r->bytes ? refs[k - 2].bytes[i] : r->bytes;
                     memcpy(r->buf, refs[k - 2].data[i], n);
+                    wrote(r, 0, n);
                 }
     } else if (a < 89) { /* re-protect with a new pointer; the old buffer is kept as a spare */
         char *nb = malloc(r->bytes);
@@ -233,8 +256,9 @@ static void mutate(uint64_t *s, region *r, int k)
             free(r->buf);
         }
         r->buf = nb;
-        if (rnd_below(s, 2))
+        if (rnd_below(s, 2)) { /* unreported on purpose: a new pointer means compare all */
             r->buf[rnd_below(s, r->bytes)] ^= 0x5a;
+        }
     } else if (a < 95) { /* double buffering: back to the spare, untouched since it was left */
         if (r->spare && r->spare_bytes == r->bytes) {
             char *t = r->buf;
@@ -301,7 +325,13 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
                 rc = crpm_container_protect(c, r[i].id, r[i].buf, r[i].bytes / (uint64_t)es, CRPM_TC_BYTE,
                                             (uint64_t)es);
                 REQUIRE(rc == 0, "protect: %s", crpm_last_error());
+                if (declared) {
+                    REQUIRE(crpm_container_declare_writes(c, r[i].id) == 0, "declare: %s", crpm_last_error());
+                    for (int w = 0; w < r[i].nwr; w++)
+                        crpm_container_written(c, r[i].id, r[i].wr[w][0], r[i].wr[w][1]);
+                }
             }
+            r[i].nwr = 0;
         }
         take_snap(&refs[k], r);
         lo_epoch = (uint64_t)k - 1;
@@ -341,6 +371,7 @@ int main(int argc, char **argv)
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     uint64_t min_images = argc > 2 ? strtoull(argv[2], NULL, 10) : 10000;
     track = argc > 3 && strcmp(argv[3], "track") == 0;
+    declared = argc > 3 && strcmp(argv[3], "declared") == 0;
     img = malloc(64u << 20);
     snprintf(img_path, sizeof img_path, "%s/sim-img-%d.crpm", dir, (int)getpid());
     rng_img = 12345;
@@ -359,7 +390,7 @@ int main(int argc, char **argv)
     }
     unlink(img_path);
     printf("crash images checked: %llu in %d workloads%s (%llu resumed with a new checkpoint), failures: %llu\n",
-           (unsigned long long)images, runs, track ? " (change tracking)" : "", (unsigned long long)resumed,
+           (unsigned long long)images, runs, track ? " (change tracking)" : declared ? " (declared writes)" : "", (unsigned long long)resumed,
            (unsigned long long)failures);
     return failures ? 1 : 0;
 }
