@@ -511,10 +511,10 @@ static void add_stats(const crpm_stats_t *st)
 static void log_checkpoint(int id, int level, const crpm_stats_t *st)
 {
     double sum[3] = {(double)st->bytes_written, (double)st->protected_bytes, (double)st->bytes_sent}, tsum[3],
-           tmax[2];
+           tmax[3];
     if (MPI_Allreduce(sum, tsum, 3, MPI_DOUBLE, MPI_SUM, ctx->comm) == MPI_SUCCESS &&
-        MPI_Allreduce(ctx->cost, tmax, 2, MPI_DOUBLE, MPI_MAX, ctx->comm) == MPI_SUCCESS && ctx->rank == 0) {
-        char w[32], p[32], t[32], t4[32];
+        MPI_Allreduce(ctx->cost, tmax, 3, MPI_DOUBLE, MPI_MAX, ctx->comm) == MPI_SUCCESS && ctx->rank == 0) {
+        char w[32], p[32], t[32], t4[32], tr[32];
         fmt_size(w, sizeof w, tsum[0]);
         fmt_size(p, sizeof p, tsum[1]);
         crpm_fmt_secs(t, sizeof t, tmax[0]);
@@ -526,8 +526,10 @@ static void log_checkpoint(int id, int level, const crpm_stats_t *st)
         else if (level == CRPM_L2 || level == CRPM_L3) {
             char sent[32];
             fmt_size(sent, sizeof sent, tsum[2]);
+            crpm_fmt_secs(tr, sizeof tr, tmax[2]);
             printf("[crpm] checkpoint %d (L%d): %s written of %s protected (%.1f%%), %s sent to %s nodes, in "
-                   "%s\n", id, level, w, p, pct, sent, level == CRPM_L2 ? "partner" : "parity", t);
+                   "%s (level %d part %s)\n", id, level, w, p, pct, sent, level == CRPM_L2 ? "partner" : "parity", t,
+                   level, tr);
         } else
             printf("[crpm] checkpoint %d (L%d): %s written of %s protected (%.1f%%) in %s\n", id, level, w, p, pct,
                    t);
@@ -580,6 +582,7 @@ int crpm_checkpoint(int id, int level)
                         "(%lld..%lld)", (long long)args[0], (long long)-args[1], (long long)args[2],
                         (long long)-args[3]);
     int l2_evented = 0, l2_written = 0, l3_written = 0;
+    double t_red = crpm_now();
     if (rc == 0 && ctx->l2.ops) {
         ctx->l2.ops->event(&ctx->l2, CRPM_EV_COMMITTED);
         l2_evented = 1;
@@ -602,6 +605,7 @@ int crpm_checkpoint(int id, int level)
         if (rc != 0 && ctx->l3.ops->undo(&ctx->l3) != 0)
             ctx->broken = 1;
     }
+    t_red = crpm_now() - t_red;
     if (rc != 0) {
         /* Keep the ranks on one committed checkpoint. */
         if (committed && ctx->primary.ops->undo && ctx->primary.ops->undo(&ctx->primary) != 0)
@@ -630,6 +634,7 @@ int crpm_checkpoint(int id, int level)
     double t1 = crpm_now();
     ctx->cost[0] = t_l1 - t0;
     ctx->cost[1] = t1 - t_l1;
+    ctx->cost[2] = t_red;
     st.seconds = t1 - t0;
     st.checkpoints = 1;
     add_stats(&st);

@@ -31,23 +31,29 @@
 
 #define TAG_L3 7400            /* + codeword (< 256) */
 #define ROUND_BYTES (64ull << 20)
-#define META_MAGIC "CRPML3M1"
+#define META_MAGIC "CRPML3M2"
+/* The code's granule: images are cut into units of this size (at least a
+ * block, at most a segment).  Each array pads only its last unit, so parity
+ * stays near 1/k of the data even for many arrays smaller than a segment. */
+#define UNIT_BYTES (16u << 10)
 #define META_REC 24u
 
 typedef struct img_reg {
     int32_t id, type;
-    uint64_t elem, count, nsegs, first; /* first: its first image segment */
+    uint64_t elem, count, nsegs; /* nsegs: container segments */
+    uint64_t first, nunits;      /* its image units */
     crpm_seg *segs;
 } img_reg;
 
-/* A rank's image of one committed epoch; segment bytes are read through
- * the container's mapping (phys indices, not pointers: the mapping moves). */
+/* A rank's image of one committed epoch: the meta area, then each array,
+ * each starting on a unit.  Bytes are read through the container's mapping
+ * (phys indices, not pointers: the mapping moves). */
 typedef struct image {
     unsigned char *meta;
-    uint64_t meta_len, meta_segs;
+    uint64_t unit, meta_len, meta_units;
     img_reg *reg;
     int nreg;
-    uint64_t nsegs;
+    uint64_t nunits;
 } image;
 
 typedef struct l3_state {
@@ -57,7 +63,7 @@ typedef struct l3_state {
     crpm_l3_layout lay;
     crpm_l3_code code;
     crpm_container *own;
-    uint64_t segsize, blksize;
+    uint64_t segsize, blksize, unit; /* unit: see UNIT_BYTES */
     /* data side: the image the parity was last built from */
     image base;
     int have_base;
@@ -96,17 +102,23 @@ static uint64_t get64(const unsigned char *p)
     return v;
 }
 
-/* The committed epoch of c as an image. */
-static int image_of(crpm_container *c, image *im)
+static uint64_t unit_for(uint64_t seg, uint64_t blk)
+{
+    uint64_t u = UNIT_BYTES < blk ? blk : UNIT_BYTES;
+    return u > seg || seg % u || u % blk ? seg : u;
+}
+
+/* The committed epoch of c as an image cut into units of `unit` bytes. */
+static int image_of(crpm_container *c, uint64_t unit, image *im)
 {
     memset(im, 0, sizeof *im);
-    uint64_t seg = c->sb.segment_size;
+    im->unit = unit;
     int n = 0;
     for (int i = 0; i < c->nregions; i++)
         n += c->regions[i].saved != 0;
     im->reg = calloc((size_t)n + 1, sizeof *im->reg);
     im->meta_len = META_REC + (uint64_t)n * META_REC;
-    im->meta_segs = (im->meta_len + seg - 1) / seg;
+    im->meta_units = (im->meta_len + unit - 1) / unit;
     im->meta = calloc(1, im->meta_len);
     if (!im->reg || !im->meta) {
         image_free(im);
@@ -115,13 +127,14 @@ static int image_of(crpm_container *c, image *im)
     memcpy(im->meta, META_MAGIC, 8);
     put64(im->meta + 8, (uint64_t)n);
     put64(im->meta + 16, c->user_id);
-    uint64_t next = im->meta_segs;
+    uint64_t next = im->meta_units;
     for (int i = 0; i < c->nregions; i++) {
         const crpm_region *r = &c->regions[i];
         if (!r->saved)
             continue;
         img_reg *d = &im->reg[im->nreg];
-        *d = (img_reg){r->id, r->type_code, r->elem_size, r->count, r->nsegs, next, NULL};
+        uint64_t nu = (r->count * r->elem_size + unit - 1) / unit;
+        *d = (img_reg){r->id, r->type_code, r->elem_size, r->count, r->nsegs, next, nu, NULL};
         d->segs = malloc(sizeof *d->segs * (r->nsegs ? r->nsegs : 1));
         if (!d->segs) {
             image_free(im);
@@ -135,15 +148,15 @@ static int image_of(crpm_container *c, image *im)
         put64(m + 8, d->elem);
         put64(m + 16, d->count);
         im->nreg++;
-        next += r->nsegs;
+        next += nu;
     }
-    im->nsegs = next;
+    im->nunits = next;
     return CRPM_SUCCESS;
 }
 
 static int same_layout(const image *a, const image *b)
 {
-    if (a->meta_segs != b->meta_segs || a->nreg != b->nreg)
+    if (a->unit != b->unit || a->meta_units != b->meta_units || a->nreg != b->nreg)
         return 0;
     for (int i = 0; i < a->nreg; i++)
         if (a->reg[i].id != b->reg[i].id || a->reg[i].type != b->reg[i].type || a->reg[i].elem != b->reg[i].elem ||
@@ -152,18 +165,18 @@ static int same_layout(const image *a, const image *b)
     return 1;
 }
 
-/* Image segment s: its bytes (NULL: zeros), how many are defined (the rest
+/* Image unit s: its bytes (NULL: zeros), how many are defined (the rest
  * are zero) and the physical segment holding them (CRPM_NO_PHYS: none). */
-static const char *seg_bytes(crpm_container *c, const image *im, uint64_t s, uint64_t *len, uint32_t *phys)
+static const char *unit_bytes(crpm_container *c, const image *im, uint64_t s, uint64_t *len, uint32_t *phys)
 {
-    uint64_t seg = c->sb.segment_size;
+    uint64_t seg = c->sb.segment_size, unit = im->unit;
     *phys = CRPM_NO_PHYS;
     *len = 0;
-    if (s >= im->nsegs)
+    if (s >= im->nunits)
         return NULL;
-    if (s < im->meta_segs) {
-        uint64_t off = s * seg;
-        *len = im->meta_len - off < seg ? im->meta_len - off : seg;
+    if (s < im->meta_units) {
+        uint64_t off = s * unit;
+        *len = im->meta_len - off < unit ? im->meta_len - off : unit;
         return (const char *)im->meta + off;
     }
     int lo = 0, hi = im->nreg - 1;
@@ -175,12 +188,12 @@ static const char *seg_bytes(crpm_container *c, const image *im, uint64_t s, uin
             hi = mid - 1;
     }
     const img_reg *r = &im->reg[lo];
-    uint64_t k = s - r->first, bytes = r->count * r->elem;
-    if (k >= r->nsegs || !r->segs[k].state)
+    uint64_t q = s - r->first, o = q * unit, k = o / seg, bytes = r->count * r->elem;
+    if (q >= r->nunits || k >= r->nsegs || !r->segs[k].state)
         return NULL;
-    *len = bytes - k * seg < seg ? bytes - k * seg : seg;
+    *len = bytes - o < unit ? bytes - o : unit;
     *phys = r->segs[k].phys[r->segs[k].state - 1];
-    return crpm_seg_addr(c, *phys);
+    return crpm_seg_addr(c, *phys) + o % seg;
 }
 
 /* ---- deltas ------------------------------------------------------------------ */
@@ -250,15 +263,15 @@ static int xor_into(unsigned char *dst, const unsigned char *a, const unsigned c
     return any != 0;
 }
 
-/* Appends the blocks of image segment s where `nw` and `old` (NULL: zeros)
+/* Appends the blocks of image unit s where `nw` and `old` (NULL: zeros)
  * differ, at parity offset poff. */
-static void delta_seg(l3_state *s, const image *nw, const image *old, uint64_t seg_i, uint64_t poff, builder *b,
-                      unsigned char *tmp)
+static void delta_unit(l3_state *s, const image *nw, const image *old, uint64_t seg_i, uint64_t poff, builder *b,
+                       unsigned char *tmp)
 {
     uint64_t ln = 0, lo = 0;
     uint32_t pn, po = CRPM_NO_PHYS;
-    const unsigned char *n = (const unsigned char *)seg_bytes(s->own, nw, seg_i, &ln, &pn);
-    const unsigned char *o = old ? (const unsigned char *)seg_bytes(s->own, old, seg_i, &lo, &po) : NULL;
+    const unsigned char *n = (const unsigned char *)unit_bytes(s->own, nw, seg_i, &ln, &pn);
+    const unsigned char *o = old ? (const unsigned char *)unit_bytes(s->own, old, seg_i, &lo, &po) : NULL;
     if (old && pn != CRPM_NO_PHYS && pn == po && ln == lo)
         return; /* the same committed copy: not written by this checkpoint */
     uint64_t len = ln > lo ? ln : lo, blk = s->blksize;
@@ -345,7 +358,7 @@ static int exchange(crpm_level *lv, const image *nw, const image *old, uint64_t 
     l3_state *s = st_of(lv);
     MPI_Comm comm = lv->env->comm;
     int K = s->lay.K, M = s->lay.M, k = s->k;
-    uint64_t seg = s->segsize, T = ROUND_BYTES / (seg * (uint64_t)k);
+    uint64_t unit = s->unit, T = ROUND_BYTES / (unit * (uint64_t)k);
     if (T < 1)
         T = 1;
     builder *b = calloc((size_t)k, sizeof *b);
@@ -361,8 +374,8 @@ static int exchange(crpm_level *lv, const image *nw, const image *old, uint64_t 
             b[j].nent = b[j].ndata = 0;
             for (uint64_t t = t0; rc == 0 && tmp && t < t1; t++) {
                 uint64_t si = t * (uint64_t)k + (uint64_t)j;
-                if (si < nw->nsegs || (old && si < old->nsegs))
-                    delta_seg(s, nw, old, si, t * seg, &b[j], tmp);
+                if (si < nw->nunits || (old && si < old->nunits))
+                    delta_unit(s, nw, old, si, t * unit, &b[j], tmp);
             }
             if (b[j].err && rc == 0)
                 rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory for the delta");
@@ -509,28 +522,28 @@ static int ensure_parity(crpm_level *lv)
     return rc;
 }
 
-/* The first `width` bytes (no segment defines more) of image segments
+/* The first `width` bytes (no unit defines more) of image units at rows
  * [t0, t1) of codeword slot j, zero-padded, into b. */
-static void pack_segments(l3_state *s, const image *im, int j, uint64_t t0, uint64_t t1, uint64_t width,
+static void pack_units(l3_state *s, const image *im, int j, uint64_t t0, uint64_t t1, uint64_t width,
                           unsigned char *b)
 {
     uint64_t ln;
     uint32_t ph;
     for (uint64_t t = t0; t < t1; t++) {
-        const char *p = seg_bytes(s->own, im, t * (uint64_t)s->k + (uint64_t)j, &ln, &ph);
+        const char *p = unit_bytes(s->own, im, t * (uint64_t)s->k + (uint64_t)j, &ln, &ph);
         memset(b + (t - t0) * width, 0, width);
         if (p)
             memcpy(b + (t - t0) * width, p, ln < width ? ln : width);
     }
 }
 
-/* Bytes any segment of the image defines at most. */
+/* Bytes any unit of the image defines at most. */
 static uint64_t defined_width(l3_state *s, const image *im)
 {
     uint64_t w = 0, ln;
     uint32_t ph;
-    for (uint64_t i = 0; i < im->nsegs; i++) {
-        seg_bytes(s->own, im, i, &ln, &ph);
+    for (uint64_t i = 0; i < im->nunits; i++) {
+        unit_bytes(s->own, im, i, &ln, &ph);
         w = ln > w ? ln : w;
     }
     return w;
@@ -548,7 +561,7 @@ static int verify(crpm_level *lv, const image *im, uint64_t psegs)
     int64_t wmine = (int64_t)defined_width(s, im), wall = 0;
     if (MPI_Allreduce(&wmine, &wall, 1, MPI_INT64_T, MPI_MAX, comm) != MPI_SUCCESS)
         return crpm_error(CRPM_ERR_MPI, "level 3: parity check: MPI_Allreduce failed");
-    uint64_t seg = s->segsize, wd = wall > 0 ? (uint64_t)wall : 1, T = ROUND_BYTES / (wd * (uint64_t)k);
+    uint64_t unit = s->unit, wd = wall > 0 ? (uint64_t)wall : 1, T = ROUND_BYTES / (wd * (uint64_t)k);
     T = T ? T : 1;
     size_t cap = (size_t)((T < psegs ? T : psegs ? psegs : 1) * wd);
     unsigned char **mine = calloc((size_t)k, sizeof *mine), **in = calloc((size_t)k, sizeof *in);
@@ -569,7 +582,7 @@ static int verify(crpm_level *lv, const image *im, uint64_t psegs)
         int nreq = 0;
         for (int j = 0; j < k; j++) {
             int c = crpm_l3_codeword_of(&s->lay, s->g, j);
-            pack_segments(s, im, j, t0, t1, wd, mine[j]);
+            pack_units(s, im, j, t0, t1, wd, mine[j]);
             for (int h = 0; h < M; h++)
                 if (MPI_Isend(mine[j], (int)len, MPI_BYTE, s->grp[crpm_l3_holder(&s->lay, c, h)], TAG_L3 + c, comm,
                               &req[nreq]) == MPI_SUCCESS)
@@ -582,10 +595,10 @@ static int verify(crpm_level *lv, const image *im, uint64_t psegs)
                              MPI_STATUS_IGNORE) != MPI_SUCCESS && rc == 0)
                     rc = crpm_error(CRPM_ERR_MPI, "level 3: parity check: MPI_Recv failed");
             crpm_l3_encode(&s->code, len, in, par);
-            /* row h is ours: segment t's first wd bytes as encoded, the rest zero */
+            /* row h is ours: unit t's first wd bytes as encoded, the rest zero */
             for (uint64_t t = t0; rc == 0 && t < t1; t++)
-                for (uint64_t x = 0; x < seg; x++) {
-                    uint64_t off = t * seg + x;
+                for (uint64_t x = 0; x < unit; x++) {
+                    uint64_t off = t * unit + x;
                     unsigned char want = x < wd ? par[h][(t - t0) * wd + x] : 0;
                     if ((off < s->plen ? s->par[h][off] : 0) != want) {
                         rc = crpm_error(CRPM_ERR_CORRUPT, "level 3: parity of codeword %d (rank %d) differs from a "
@@ -618,20 +631,26 @@ static int verify(crpm_level *lv, const image *im, uint64_t psegs)
 static int encode(crpm_level *lv, int want_delta, uint64_t *sent, int hook)
 {
     l3_state *s = st_of(lv);
-    uint64_t epoch = crpm_container_epoch(s->own);
-    int need_full = !want_delta || !s->have_base || s->base_epoch + 1 != epoch ||
+    image_free(&s->cur);
+    int irc = s->own ? image_of(s->own, s->unit, &s->cur) : crpm_error(CRPM_ERR_STATE, "level 3: no container attached");
+    uint64_t epoch = irc ? 0 : crpm_container_epoch(s->own);
+    int need_full = irc || !want_delta || !s->have_base || s->base_epoch + 1 != epoch ||
                     !crpm_container_prev_available(s->own) || !same_layout(&s->base, &s->cur) ||
                     s->par_epoch + 1 != epoch || !s->pc;
-    int lrc = ensure_parity(lv);
-    int64_t v[3] = {lrc != 0, need_full, (int64_t)((s->cur.nsegs + (uint64_t)s->k - 1) / (uint64_t)s->k)}, r[3];
-    int mrc = MPI_Allreduce(v, r, 3, MPI_INT64_T, MPI_MAX, lv->env->comm);
+    int lrc = irc ? CRPM_SUCCESS : ensure_parity(lv);
+    /* one reduction: can everyone go on, and with a delta or a full encode */
+    int64_t v[4] = {irc != 0, lrc != 0, need_full, (int64_t)((s->cur.nunits + (uint64_t)s->k - 1) / (uint64_t)s->k)};
+    int64_t r[4];
+    int mrc = MPI_Allreduce(v, r, 4, MPI_INT64_T, MPI_MAX, lv->env->comm);
     if (mrc != MPI_SUCCESS)
         return crpm_mpi_fail(mrc, "level 3: MPI_Allreduce");
     if (r[0])
+        return irc ? irc : crpm_error(CRPM_ERR_STATE, "level 3: another rank could not describe its checkpoint");
+    if (r[1])
         return lrc ? lrc : crpm_error(CRPM_ERR_IO, "level 3: another rank could not open its parity container");
-    uint64_t psegs = (uint64_t)r[2];
-    int full = r[1] != 0;
-    int rc = size_parity(s, psegs * s->segsize, full);
+    uint64_t psegs = (uint64_t)r[3];
+    int full = r[2] != 0;
+    int rc = size_parity(s, psegs * s->unit, full);
     s->par_epoch = 0; /* par changes from here: it describes no epoch until committed */
     int xrc = exchange(lv, &s->cur, full ? NULL : &s->base, psegs, s->par, sent, hook);
     rc = rc ? rc : xrc;
@@ -665,16 +684,8 @@ static int l3_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm
     l3_state *s = st_of(lv);
     *committed = 0;
     s->par_committed = 0;
-    image_free(&s->cur);
-    int rc = s->own ? image_of(s->own, &s->cur) : crpm_error(CRPM_ERR_STATE, "level 3: no container attached");
-    int64_t ok = rc == 0, all = 0;
-    int mrc = MPI_Allreduce(&ok, &all, 1, MPI_INT64_T, MPI_MIN, lv->env->comm);
-    if (mrc != MPI_SUCCESS)
-        return crpm_mpi_fail(mrc, "level 3: MPI_Allreduce");
-    if (!all)
-        return rc ? rc : crpm_error(CRPM_ERR_STATE, "level 3: another rank could not describe its checkpoint");
     uint64_t sent = 0;
-    rc = encode(lv, !s->o.full_encode, &sent, 1);
+    int rc = encode(lv, !s->o.full_encode, &sent, 1);
     st->bytes_sent += sent;
     *committed = s->par_committed;
     return rc;
@@ -763,6 +774,7 @@ int crpm_level_l3(crpm_level *lv, const crpm_level_env *env, const crpm_l3_opts 
     s->g = o->members[env->rank];
     s->segsize = o->segment_size ? o->segment_size : CRPM_DEFAULT_SEGMENT;
     s->blksize = o->block_size ? o->block_size : CRPM_DEFAULT_BLOCK;
+    s->unit = unit_for(s->segsize, s->blksize);
     *lv = (crpm_level){&l3_ops, env, s};
     s->grp = malloc(sizeof *s->grp * (size_t)o->group_size);
     s->par = calloc((size_t)o->parity, sizeof *s->par);
@@ -797,7 +809,8 @@ void crpm_level_l3_attach(crpm_level *lv, crpm_container *own)
     if (own) {
         s->segsize = crpm_container_segment_size(own);
         s->blksize = crpm_container_block_size(own);
-        if (crpm_container_epoch(own) && image_of(own, &s->base) == 0) {
+        s->unit = unit_for(s->segsize, s->blksize);
+        if (crpm_container_epoch(own) && image_of(own, s->unit, &s->base) == 0) {
             s->have_base = 1;
             s->base_epoch = crpm_container_epoch(own);
         }
@@ -871,7 +884,7 @@ void crpm_l3_image_free(crpm_l3_image *img)
 }
 
 /* The regions a rebuilt image describes, checked against its size. */
-static int parse_image(crpm_l3_image *img, uint64_t bytes, uint64_t seg, int rank)
+static int parse_image(crpm_l3_image *img, uint64_t bytes, uint64_t unit, int rank)
 {
     const unsigned char *m = (const unsigned char *)img->buf;
     if (bytes < META_REC || memcmp(m, META_MAGIC, 8) != 0)
@@ -883,7 +896,7 @@ static int parse_image(crpm_l3_image *img, uint64_t bytes, uint64_t seg, int ran
     img->regions = calloc(n + 1, sizeof *img->regions);
     if (!img->regions)
         return crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
-    uint64_t next = (META_REC * (1 + n) + seg - 1) / seg;
+    uint64_t next = (META_REC * (1 + n) + unit - 1) / unit;
     for (uint64_t i = 0; i < n; i++) {
         const unsigned char *r = m + META_REC * (1 + i);
         crpm_array *a = &img->regions[i];
@@ -893,10 +906,10 @@ static int parse_image(crpm_l3_image *img, uint64_t bytes, uint64_t seg, int ran
         a->count = get64(r + 16);
         if (!a->elem_size || a->count > bytes / a->elem_size)
             return crpm_error(CRPM_ERR_CORRUPT, "level 3: the rebuilt checkpoint of rank %d is not valid", rank);
-        uint64_t b = a->count * a->elem_size, ns = (b + seg - 1) / seg;
-        if (next > bytes / seg || ns > bytes / seg - next)
+        uint64_t b = a->count * a->elem_size, ns = (b + unit - 1) / unit;
+        if (next > bytes / unit || ns > bytes / unit - next)
             return crpm_error(CRPM_ERR_CORRUPT, "level 3: the rebuilt checkpoint of rank %d is not valid", rank);
-        a->ptr = img->buf + next * seg;
+        a->ptr = img->buf + next * unit;
         next += ns;
     }
     img->nregions = (int)n;
@@ -914,10 +927,10 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
     image im = {0};
     int rc = CRPM_SUCCESS;
     if (!i_am_lost)
-        rc = s->own ? image_of(s->own, &im) : crpm_error(CRPM_ERR_STATE, "level 3: no container attached");
-    int64_t v[2] = {rc != 0, (int64_t)((im.nsegs + (uint64_t)k - 1) / (uint64_t)k)}, r[2];
-    if (s->par_epoch && s->segsize && (int64_t)(s->plen / s->segsize) > v[1])
-        v[1] = (int64_t)(s->plen / s->segsize);
+        rc = s->own ? image_of(s->own, s->unit, &im) : crpm_error(CRPM_ERR_STATE, "level 3: no container attached");
+    int64_t v[2] = {rc != 0, (int64_t)((im.nunits + (uint64_t)k - 1) / (uint64_t)k)}, r[2];
+    if (s->par_epoch && (int64_t)(s->plen / s->unit) > v[1])
+        v[1] = (int64_t)(s->plen / s->unit);
     int mrc = MPI_Allreduce(v, r, 2, MPI_INT64_T, MPI_MAX, comm);
     if (mrc != MPI_SUCCESS) {
         image_free(&im);
@@ -927,7 +940,7 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
         image_free(&im);
         return rc ? rc : crpm_error(CRPM_ERR_STATE, "level 3: another rank could not read its checkpoint");
     }
-    uint64_t psegs = (uint64_t)r[1], seg = s->segsize;
+    uint64_t psegs = (uint64_t)r[1], seg = s->unit; /* rows of one unit */
     /* per codeword of this group: which units survive, and the decoder */
     crpm_l3_decoder *dec = calloc((size_t)K, sizeof *dec);
     int *has_lost = calloc((size_t)K, sizeof *has_lost);
@@ -1001,7 +1014,7 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
                 int j = 0;
                 while (crpm_l3_codeword_of(&s->lay, s->g, j) != c)
                     j++;
-                pack_segments(s, &im, j, t0, t1, seg, b);
+                pack_units(s, &im, j, t0, t1, seg, b);
             } else {
                 const unsigned char *p = s->par[unit - k];
                 uint64_t have = s->plen > t0 * seg ? s->plen - t0 * seg : 0;
@@ -1086,15 +1099,7 @@ int crpm_level_l3_sync(crpm_level *lv, int force, uint64_t *sent)
         return crpm_mpi_fail(mrc, "level 3: MPI_Allreduce");
     if (!all)
         return CRPM_SUCCESS;
-    image_free(&s->cur);
-    int rc = image_of(s->own, &s->cur);
-    int64_t ok = rc == 0, okall = 0;
-    mrc = MPI_Allreduce(&ok, &okall, 1, MPI_INT64_T, MPI_MIN, lv->env->comm);
-    if (mrc != MPI_SUCCESS)
-        return crpm_mpi_fail(mrc, "level 3: MPI_Allreduce");
-    if (!okall)
-        return rc ? rc : crpm_error(CRPM_ERR_STATE, "level 3: another rank could not describe its checkpoint");
-    rc = encode(lv, 0, sent, 0);
+    int rc = encode(lv, 0, sent, 0);
     if (rc == 0)
         l3_committed(lv, 0);
     return rc;

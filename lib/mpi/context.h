@@ -51,7 +51,8 @@ typedef struct crpm_ctx {
     double last_ckpt_time;
     double last_l4_time;
     long snap_ckpts;
-    double cost[2];            /* seconds of the last checkpoint's level-1 and level-4 parts */
+    double cost[3];            /* seconds of the last checkpoint: up to level 1/2/3's commit, the level-4
+                                  part, and the level-2/3 part alone (after level 1 committed) */
     crpm_interval auto_iv[2];  /* automatic intervals of level 1 and level 4 */
     double auto_logged[2];     /* interval last printed at verbosity 2 */
 

@@ -316,9 +316,18 @@ static void on_drain(void *arg, crpm_media *m)
 
 static void put64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
 
+/* The code's unit (L3SPEC.md): 16 KiB, but at least a block and at most a
+ * segment (a segment when they do not divide). */
+static uint64_t unit_of(uint64_t seg, uint64_t blk)
+{
+    uint64_t u = blk > 16384 ? blk : 16384;
+    return u > seg || seg % u || u % blk ? seg : u;
+}
+
 /* This rank's image of its committed epoch (L3SPEC.md: a meta area of
- * "CRPML3M1", region count, user id and a 24-byte record per region, then
- * each region's segments, zero-padded), seg-byte segments. */
+ * "CRPML3M2", region count, user id and a 24-byte record per region, then
+ * each region, every part starting on a unit, zero-padded), in units of seg
+ * bytes. */
 static unsigned char *own_image(crpm_container *c, uint64_t seg, uint64_t *nsegs)
 {
     int n = crpm_container_nregions(c);
@@ -330,7 +339,7 @@ static unsigned char *own_image(crpm_container *c, uint64_t seg, uint64_t *nsegs
     }
     unsigned char *b = calloc(ns ? ns : 1, seg);
     REQUIRE(b, "out of memory");
-    memcpy(b, "CRPML3M1", 8);
+    memcpy(b, "CRPML3M2", 8);
     put64(b + 8, (uint64_t)n);
     put64(b + 16, crpm_container_user_id(c));
     uint64_t next = (meta + seg - 1) / seg;
@@ -352,7 +361,7 @@ static unsigned char *own_image(crpm_container *c, uint64_t seg, uint64_t *nsegs
 /* Collective: each rank's parity file against an encode of everyone's image. */
 static void check_parity(crpm_container *own, const pstate *after, uint64_t ep)
 {
-    uint64_t seg = crpm_container_segment_size(own), ns = 0;
+    uint64_t seg = unit_of(crpm_container_segment_size(own), crpm_container_block_size(own)), ns = 0;
     unsigned char *mine = own_image(own, seg, &ns);
     uint64_t all_ns[NR];
     MPI_Allgather(&ns, 1, MPI_UINT64_T, all_ns, 1, MPI_UINT64_T, MPI_COMM_WORLD);
@@ -551,7 +560,8 @@ int main(int argc, char **argv)
     die_unless(rank != 0 || crpm_mkdir_p(top) == 0, "mkdir %s", top);
     MPI_Barrier(MPI_COMM_WORLD);
 
-    static const struct { uint64_t seg, blk; } geo[] = {{4096, 256}, {1024, 64}, {16384, 512}, {2048, 2048}};
+    static const struct { uint64_t seg, blk; } geo[] = {{4096, 256}, {1024, 64}, {16384, 512}, {2048, 2048},
+                                                          {65536, 256} /* 4 units a segment */};
     int runs = 0;
     double t_start = now_s();
     for (;;) {
