@@ -20,8 +20,16 @@ also times the level-3 part alone (from level 1's commit to the parity's,
 slowest rank): the differential part against a full re-encode's part is the
 encoding cost compared without the level-1 checkpoint both share.  Then the rebuild after losing a
 node (an l3 run killed after its 3rd checkpoint, node 1 wiped, relaunched):
-the library's decode rate per lost rank.  The ISA-L encode rate of this
-machine comes from bench/l3/encode_rate (results/l3_encode.json).
+the library's decode rate per lost rank ("decoded in": the reconstruction
+alone, slowest rank), at the application's size and, for the applications
+in LARGE (HPCCG: about 36 MiB per rank), at a size where fixed latencies no
+longer dominate the rate.  The ISA-L encode rate of this machine comes from
+bench/l3/encode_rate (results/l3_encode.json).
+
+--rebuild-only skips the checkpoint runs and writes l3_rebuild.json and
+l3_rebuild.md instead; --baseline-build DIR runs every rebuild with another
+build too (alternating which goes first), for before/after figures taken in
+the same conditions.
 
 Targets (issue #15): on LULESH, the level-3 part costs <= 30% of a full
 re-encode's and the whole L3 checkpoint <= 2x L1; reconstruction >= 1 GB/s per lost rank.  Results: <out>/l3.json and l3.md.
@@ -48,8 +56,10 @@ NP, NODE_SIZE, GROUP, PARITY = 8, 1, 4, 1
 VARIANTS = ("l1", "l3", "l3full", "l2")
 LEVEL = {"l1": 1, "l3": 3, "l3full": 3, "l2": 2}
 LOST_NODE = 1
-REBUILD_RE = re.compile(r"^\[crpm\] restart: \d+ containers? rebuilt from level-3 parity.*?decoded in "
-                        + A.NUM + r" s, " + A.NUM + r" GB/s")
+REBUILD_RE = re.compile(r"^\[crpm\] restart: \d+ containers? rebuilt from level-3 parity.*?\(" + A.NUM
+                        + r" MiB per lost rank: decoded in " + A.NUM + r" s, " + A.NUM + r" GB/s")
+# Rebuild sizes beside the application's own (per rank: nx x ny x nz rows).
+LARGE = {"hpccg": {"np": NP, "nx": 128, "ny": 128, "nz": 96, "iters": 60}}
 
 
 class L3Bench(B.L2Bench):
@@ -67,10 +77,15 @@ class L3Bench(B.L2Bench):
     def command(self, app, params, variant, cfg):
         return A.Bench.command(self, app, params, "crpm", cfg) + ["--ckpt-level", str(LEVEL[variant])]
 
-    def rebuild_once(self, app, params):
+    def rebuild_once(self, app, params, build_dir=None):
         job, ckdir = self.new_job(app, "rebuild")
         cfg = self.config("l3", ckdir, job, keep=1)
-        cmd = self.command(app, params, "l3", cfg)
+        saved = self.a.build_dir
+        self.a.build_dir = build_dir or saved
+        try:
+            cmd = self.command(app, params, "l3", cfg)
+        finally:
+            self.a.build_dir = saved
         rec_app = A.APPS[app]["recovered"]
         out = {}
         try:
@@ -88,8 +103,9 @@ class L3Bench(B.L2Bench):
             run.kill()
             reb = [m for m in map(REBUILD_RE.search, run.lines) if m]
             out["start_to_recovered_s"] = secs
-            out["decode_s"] = float(reb[-1].group(1)) if reb else None
-            out["rebuild_gbps_printed"] = float(reb[-1].group(2)) if reb else None
+            out["rebuilt_mib_per_rank"] = float(reb[-1].group(1)) if reb else None
+            out["decode_s"] = float(reb[-1].group(2)) if reb else None
+            out["rebuild_gbps_printed"] = float(reb[-1].group(3)) if reb else None
             out["rebuild_line"] = reb[-1].group(0) if reb else None
             out["library_lines"] = [ln for ln in run.lines if ln.startswith("[crpm] restart")][-6:]
         finally:
@@ -100,6 +116,18 @@ class L3Bench(B.L2Bench):
 def parity_storage(n_protected):
     """Extra storage per rank of each redundancy scheme, as a share of the data."""
     return {"l2": 1.0, "l3": PARITY / (GROUP - PARITY)}
+
+
+def rebuild_summary(row, rebuilds):
+    """Medians of each rebuild set ("app", "large", and "baseline_*" for the
+    same with the baseline build)."""
+    for key, rs in rebuilds.items():
+        if rs:
+            row[f"rebuild_{key}_gbps"] = B.median([r["rebuild_gbps_printed"] for r in rs])
+            row[f"rebuild_{key}_decode_s"] = B.median([r["decode_s"] for r in rs])
+            row[f"rebuild_{key}_mib"] = B.median([r["rebuilt_mib_per_rank"] for r in rs])
+    row["rebuild_gbps_printed"] = row.get("rebuild_app_gbps")
+    return row
 
 
 def summarize(app, runs, rebuilds):
@@ -121,16 +149,21 @@ def summarize(app, runs, rebuilds):
     row["l3_over_l2_time"] = A.ratio(row.get("l3_ckpt_steady_s"), row.get("l2_ckpt_steady_s"))
     row["l3_over_full_bytes"] = A.ratio(row.get("l3_sent_steady_B"), row.get("l3full_sent_steady_B"))
     row["storage_share"] = parity_storage(row.get("l1_protected_B"))
-    if rebuilds:
-        row["rebuild_gbps_printed"] = med([r["rebuild_gbps_printed"] for r in rebuilds])
-    return row
+    return rebuild_summary(row, rebuilds)
+
+
+def rebuild_cell(r, key):
+    """'GB/s (MiB per lost rank)' of one rebuild set, '-' if not measured."""
+    g = r.get(f"rebuild_{key}_gbps")
+    return "-" if g is None else "{} ({})".format(B.fmt(g), B.fmt(r.get(f"rebuild_{key}_mib"), "{:.1f}"))
 
 
 def table(rows):
     f, mib = B.fmt, B.mib
     t = ["| app | protected (MiB) | per checkpoint (ms): L1 / L3 / L3 full re-encode / L2 | level-3 part (ms): "
          "L3 / full | **L3 part / full part** | L3 / full (whole checkpoint) | **L3 / L1** | "
-         "sent per checkpoint (MiB): L3 / full / L2 | rebuild (GB/s per lost rank) |",
+         "sent per checkpoint (MiB): L3 / full / L2 | rebuild, GB/s per lost rank (MiB per lost rank): "
+         "app size / large |",
          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
 
     def ms(key):
@@ -141,7 +174,21 @@ def table(rows):
             *(ms(f"{v}_ckpt_steady_s") for v in VARIANTS), ms("l3_part_steady_s"), ms("l3full_part_steady_s"),
             f(r.get("l3_over_full_part")), f(r.get("l3_over_full_time")), f(r.get("l3_over_l1_time")),
             *(f(mib(r.get(f"{v}_sent_steady_B")), "{:.2f}") for v in ("l3", "l3full", "l2")),
-            f(r.get("rebuild_gbps_printed"))))
+            rebuild_cell(r, "app") + " / " + rebuild_cell(r, "large")))
+    return "\n".join(t)
+
+
+def rebuild_table(rows):
+    t = ["| app | rebuild, app size: GB/s per lost rank (MiB per lost rank; decoded in s) | large size | "
+         "baseline build, app size | baseline build, large size |", "| --- | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        cells = []
+        for key in ("app", "large", "baseline_app", "baseline_large"):
+            g = r.get(f"rebuild_{key}_gbps")
+            cells.append("-" if g is None else "{} ({}; {})".format(
+                B.fmt(g), B.fmt(r.get(f"rebuild_{key}_mib"), "{:.1f}"), B.fmt(r.get(f"rebuild_{key}_decode_s"),
+                                                                               "{:.3f}")))
+        t.append("| {} | {} |".format(A.APP_NAME[r["app"]], " | ".join(cells)))
     return "\n".join(t)
 
 
@@ -156,9 +203,13 @@ def targets(rows):
             x = r.get("l3_over_l1_time")
             out.append({"app": r["app"], "target": "L3 time <= 2 x L1", "value": x,
                         "met": None if x is None else x <= 2.0})
-        x = r.get("rebuild_gbps_printed")
-        out.append({"app": r["app"], "target": "reconstruction >= 1 GB/s per lost rank", "value": x,
-                    "met": None if x is None else x >= 1.0})
+        for key, what in (("app", "app size"), ("large", "large size")):
+            x = r.get(f"rebuild_{key}_gbps")
+            if x is None and key == "large":
+                continue
+            mb = r.get(f"rebuild_{key}_mib")
+            out.append({"app": r["app"], "target": "reconstruction >= 1 GB/s per lost rank ({}, {} MiB per lost "
+                        "rank)".format(what, B.fmt(mb, "{:.1f}")), "value": x, "met": None if x is None else x >= 1.0})
     return out
 
 
@@ -169,6 +220,12 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small sizes, one repetition (smoke test)")
     ap.add_argument("--reps", type=int)
     ap.add_argument("--rebuild-reps", type=int)
+    ap.add_argument("--rebuild-only", action="store_true",
+                    help="only the rebuilds (no checkpoint runs): writes l3_rebuild.json and l3_rebuild.md")
+    ap.add_argument("--no-large", action="store_true", help="no rebuild at the large sizes")
+    ap.add_argument("--large-set", action="append", default=[], metavar="APP.KEY=N",
+                    help="a parameter of a large rebuild size, e.g. hpccg.nz=48")
+    ap.add_argument("--baseline-build", metavar="DIR", help="every rebuild also with this build (before/after)")
     ap.add_argument("--ckpt-every", type=int, default=5)
     ap.add_argument("--crpm-advanced", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--ckpt-root", default="/dev/shm")
@@ -183,11 +240,20 @@ def main():
     rreps = a.rebuild_reps if a.rebuild_reps is not None else 1
     a.build_dir, a.ckpt_root = os.path.abspath(a.build_dir), os.path.abspath(a.ckpt_root)
     params = {app: dict(B.SIZES[app][mode]) for app in a.apps.split(",")}
+    large = {} if a.no_large else {app: dict(LARGE[app]) for app in params if app in LARGE}
+    for s in a.large_set:
+        m = re.fullmatch(r"(\w+)\.(\w+)=(\d+)", s)
+        if not m or m.group(1) not in large or m.group(2) not in large[m.group(1)]:
+            ap.error(f"bad --large-set {s!r}")
+        large[m.group(1)][m.group(2)] = int(m.group(3))
+    builds = [("", a.build_dir)] + ([("baseline_", os.path.abspath(a.baseline_build))] if a.baseline_build else [])
+    if a.rebuild_only:
+        reps = 0
     machine = A.machine_info(a)
     bench = L3Bench(a)
     t_start = time.time()
     runs = {x: [] for x in params}
-    rebuilds = {x: [] for x in params}
+    rebuilds = {x: {} for x in params}
     problems = []
     try:
         for rep in range(reps):
@@ -210,16 +276,49 @@ def main():
                                     f"{sorted({c['level'] for c in r['checkpoints']})}")
         for rep in range(rreps):
             for app in params:
-                r = bench.rebuild_once(app, params[app])
-                rebuilds[app].append(r)
-                print(f"[rebuild {rep + 1}/{rreps}] {app:6s}: {B.fmt(r['rebuild_gbps_printed'])} GB/s per lost rank",
-                      flush=True)
-                if r["rebuild_gbps_printed"] is None:
-                    problems.append(f"{app}: no level-3 rebuild line; the library said: {r['library_lines']}")
+                sizes = [("app", params[app])] + ([("large", large[app])] if app in large else [])
+                order = builds if rep % 2 == 0 else builds[::-1]
+                for size, p in sizes:
+                    for prefix, bdir in order:
+                        key = prefix + size
+                        r = bench.rebuild_once(app, p, bdir)
+                        r["params"] = p
+                        rebuilds[app].setdefault(key, []).append(r)
+                        print(f"[rebuild {rep + 1}/{rreps}] {app:6s} {key:14s}: {B.fmt(r['rebuild_gbps_printed'])} "
+                              f"GB/s per lost rank, {B.fmt(r['rebuilt_mib_per_rank'], '{:.1f}')} MiB per lost rank, "
+                              f"decoded in {B.fmt(r['decode_s'], '{:.3f}')} s", flush=True)
+                        if r["rebuild_gbps_printed"] is None:
+                            problems.append(f"{app}/{key}: no level-3 rebuild line; the library said: "
+                                            f"{r['library_lines']}")
     finally:
         bench.cleanup()
     machine["loadavg_end"] = os.getloadavg()
     machine["driver_seconds"] = round(time.time() - t_start, 1)
+    if a.rebuild_only:
+        rows = [rebuild_summary({"app": app}, rebuilds[app]) for app in params]
+        tg = [t for t in targets(rows) if t["target"].startswith("reconstruction")]
+        os.makedirs(a.out_dir, exist_ok=True)
+        with open(os.path.join(a.out_dir, "l3_rebuild.json"), "w") as f:
+            json.dump({"benchmark": "level-3 rebuild", "machine": machine, "mode": mode, "ranks": NP,
+                       "node_size": NODE_SIZE, "group_size": GROUP, "l3_parity": PARITY, "params": params,
+                       "large": large, "baseline_build": a.baseline_build, "command": " ".join(sys.argv),
+                       "summary": rows, "targets": tg, "problems": problems, "rebuilds": rebuilds}, f, indent=1)
+        desc = (f"{NP} ranks as {NP // NODE_SIZE} nodes, groups of {GROUP}, l3_parity {PARITY}, node {LOST_NODE} "
+                f"lost; {machine.get('cores')} cores; {mode} app sizes, large: {large}; medians of {rreps}"
+                f"{' alternating with the baseline build ' + a.baseline_build if a.baseline_build else ''}; load "
+                f"{machine['loadavg_start'][0]:.1f} at start, {machine['loadavg_end'][0]:.1f} at end; "
+                f"{machine.get('date')}, commit {machine.get('git_head', '?')}.")
+        lines = [rebuild_table(rows), "", desc, ""]
+        for t in tg:
+            lines.append("- {}: {}: {} ({})".format(A.APP_NAME[t["app"]], t["target"], B.fmt(t["value"], "{:.3f}"),
+                                                   {True: "met", False: "NOT met", None: "not measured"}[t["met"]]))
+        text = "\n".join(lines)
+        with open(os.path.join(a.out_dir, "l3_rebuild.md"), "w") as f:
+            f.write(text + "\n")
+        print("\n" + text)
+        for p in problems:
+            print("PROBLEM: " + p)
+        return 1 if problems else 0
     rows = [summarize(app, runs[app], rebuilds[app]) for app in params]
     tg = targets(rows)
     enc = os.path.join(REPO, "bench", "results", "l3_encode.json")
@@ -228,7 +327,7 @@ def main():
     with open(os.path.join(a.out_dir, "l3.json"), "w") as f:
         json.dump({"benchmark": "level 3", "machine": machine, "mode": mode, "reps": reps, "ranks": NP,
                    "node_size": NODE_SIZE, "group_size": GROUP, "l3_parity": PARITY, "params": params,
-                   "command": " ".join(sys.argv), "summary": rows, "targets": tg, "problems": problems,
+                   "large": large, "command": " ".join(sys.argv), "summary": rows, "targets": tg, "problems": problems,
                    "isal_encode": isal, "runs": runs, "rebuilds": rebuilds}, f, indent=1)
     desc = (f"{NP} ranks as {NP // NODE_SIZE} nodes, groups of {GROUP}, l3_parity {PARITY}; {machine.get('cores')} "
             f"cores; {mode} sizes, medians of {reps} rotating repetitions; load {machine['loadavg_start'][0]:.1f} "

@@ -140,7 +140,10 @@ int crpm_level_l3_at(crpm_level *lv, uint64_t epoch, int *usable);
 /* Restart, collective: lost[r] != 0 for ranks whose container is rebuilt
  * from the survivors of their group (their containers at the agreed epoch)
  * and the parity of ranks with usable[r] != 0.  On a lost rank, *img gets
- * its regions (ptr into img->buf) and user id. */
+ * its regions (ptr into img->buf, which holds their bytes alone) and user
+ * id.  Only the regions' defined bytes are moved and decoded.  *seconds:
+ * this rank's time in the reconstruction proper (after the agreement that
+ * every rank can take part). */
 typedef struct crpm_l3_image {
     char *buf;
     crpm_array *regions;
@@ -148,7 +151,7 @@ typedef struct crpm_l3_image {
     uint64_t user_id;
 } crpm_l3_image;
 int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *usable, crpm_l3_image *img,
-                          uint64_t *sent);
+                          uint64_t *sent, double *seconds);
 void crpm_l3_image_free(crpm_l3_image *img);
 /* Collective: every parity container is re-encoded from the containers
  * unless all already describe the committed epoch (force: re-encode). */

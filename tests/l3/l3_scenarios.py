@@ -32,6 +32,17 @@ full re-encode).  A "reference" is a failure-free run in a fresh directory.
   bytes_sent      a level-3 checkpoint after a small change sends about M x
                   the changed bytes (M = 1 and 2), far less than the
                   protected bytes
+  shapes          tests/l3/l3_shapes.c (every byte checked after the
+                  restart): "mixed" (arrays of very different sizes per
+                  rank, 4-KiB segments, so the units of a parity row define
+                  different widths) with M = 1, nodes 1 and 6 lost, and with
+                  M = 2, nodes 0, 1 and 6 lost (group 0 then loses a data
+                  unit with a parity holder in two codewords and two data
+                  units in one); "tiny" (1000 + 13 x rank arrays of 1-9
+                  bytes: meta areas of 24-27 KB, longer than the rebuild's
+                  first read and over two 16-KiB segments) with M = 2,
+                  nodes 0, 1 and 6 lost: CRPM_STATUS_L3, every array equal
+                  to what was checkpointed, the reference result
   l1_between      heat, crpm_snapshot with level 3 every 3rd checkpoint and
                   level 1 between: the failure-free run passes the parity
                   check; killed right after the commit of a level-3
@@ -67,8 +78,8 @@ REBUILT = re.compile(r"^\[crpm\] restart: (\d+) containers? rebuilt from level-3
 
 
 class Ctx:
-    def __init__(self, app, heat, workdir):
-        self.app, self.heat, self.workdir = app, heat, workdir
+    def __init__(self, app, heat, workdir, shapes=None):
+        self.app, self.heat, self.workdir, self.shapes = app, heat, workdir, shapes
 
     def dir(self, name):
         return crpmtest.make_workdir(os.path.join(self.workdir, name))
@@ -271,20 +282,50 @@ def scenario_l1_between(c):
     print("l1_between: " + "; ".join(outcomes), flush=True)
 
 
+def scenario_shapes(c):
+    for shape, parity, seg, lost in (("mixed", 1, "4K", [1, 6]), ("mixed", 2, "4K", [0, 1, 6]),
+                                     ("tiny", 2, "16K", [0, 1, 6])):
+        name = "shapes-%s-%d" % (shape, parity)
+        args = ["--shape", shape, "--ckpt-every", "2"]
+        basic = {"group_size": 4, "l3_parity": parity}
+        adv = {"segment_size": seg}
+        d = c.dir(name + "-ref")
+        ref = S.result(c.ok(c.run(d, [c.shapes, "--crpm", L.write_config(os.path.join(d, "r.ini"), d, "r", basic, adv)]
+                                  + args + ["--iters", "10"]), name + ": reference run"))
+        crpmtest.clean_workdir(d)
+        d = c.dir(name)
+        cfg = L.write_config(os.path.join(d, "s.ini"), d, "s", dict(basic, keep_last_ckpt=1), adv)
+        c.ok(c.run(d, [c.shapes, "--crpm", cfg] + args + ["--iters", "6"]), name + ": first run")
+        L.wipe(d, lost)
+        what = "%s: relaunch after losing nodes %s (M = %d)" % (name, lost, parity)
+        out = c.ok(c.run(d, [c.shapes, "--crpm", cfg] + args + ["--iters", "10"]), what)
+        m = re.search(r"^l3_shapes: status (\d+)", out, re.M)
+        check(m and int(m.group(1)) == STATUS["l3"], "%s: expected status %d\n%s" % (what, STATUS["l3"], tail(out)))
+        m = REBUILT.search(out)
+        check(m and m.group(1) == str(len(lost)), "%s: expected %d containers rebuilt\n%s" % (what, len(lost),
+                                                                                           tail(out)))
+        v = re.search(r"^l3_shapes: verified (\d+) arrays, (\d+) bytes after restart from iteration 6$", out, re.M)
+        check(v, "%s: no verification after the restart from iteration 6\n%s" % (what, tail(out)))
+        check(S.result(out) == ref, "%s: result %s, reference %s" % (what, S.result(out), ref))
+        print("shapes: %s: %s arrays, %s bytes verified" % (name, v.group(1), v.group(2)), flush=True)
+        crpmtest.clean_workdir(d)
+
+
 SCENARIOS = [scenario_one_per_group, scenario_two_per_group, scenario_too_many, scenario_too_many_l4,
-             scenario_parity_lost, scenario_config, scenario_bytes_sent, scenario_l1_between]
+             scenario_parity_lost, scenario_config, scenario_bytes_sent, scenario_shapes, scenario_l1_between]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--app", required=True, help="l3_app (tests/l2/l2_app.c)")
     ap.add_argument("--heat", required=True)
+    ap.add_argument("--shapes", required=True, help="l3_shapes (tests/l3/l3_shapes.c)")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--no-l4", action="store_true", help="a build without HDF5: skip the level-4 scenarios")
     ap.add_argument("--only")
     a = ap.parse_args()
     scen = [s for s in SCENARIOS if not (a.no_l4 and "l4" in s.__name__)]
-    c = Ctx(a.app, a.heat, crpmtest.make_workdir(a.workdir))
+    c = Ctx(a.app, a.heat, crpmtest.make_workdir(a.workdir), a.shapes)
     return crpmtest.run_scenarios(scen, c, c.workdir, only=a.only)
 
 

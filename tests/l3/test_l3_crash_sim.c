@@ -316,11 +316,11 @@ static void on_drain(void *arg, crpm_media *m)
 
 static void put64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
 
-/* The code's unit (L3SPEC.md): 16 KiB, but at least a block and at most a
+/* The code's unit (L3SPEC.md): 64 KiB, but at least a block and at most a
  * segment (a segment when they do not divide). */
 static uint64_t unit_of(uint64_t seg, uint64_t blk)
 {
-    uint64_t u = blk > 16384 ? blk : 16384;
+    uint64_t u = blk > 65536 ? blk : 65536;
     return u > seg || seg % u || u % blk ? seg : u;
 }
 
@@ -456,7 +456,8 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, int wl_in
     w.rng = seed * 7 + (uint64_t)rank;
     for (int i = 0; i < 3; i++) {
         w.live[i] = 1;
-        w.bytes[i] = 500 + rnd_below(&w.rng, 30000);
+        /* with large segments, arrays of several units */
+        w.bytes[i] = 500 + rnd_below(&w.rng, seg >= 131072 ? 150000 : 30000);
         w.buf[i] = malloc(w.bytes[i]);
         REQUIRE(w.buf[i], "out of memory");
         fill_random(&w.rng, w.buf[i], w.bytes[i]);
@@ -561,7 +562,7 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
 
     static const struct { uint64_t seg, blk; } geo[] = {{4096, 256}, {1024, 64}, {16384, 512}, {2048, 2048},
-                                                          {65536, 256} /* 4 units a segment */};
+                                                          {131072, 256} /* 2 units a segment: grown arrays span both */};
     int runs = 0;
     double t_start = now_s();
     for (;;) {
