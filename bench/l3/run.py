@@ -213,6 +213,25 @@ def targets(rows):
     return out
 
 
+def write_results(a, stem, payload, table_text, desc):
+    """<stem>.json (payload) and <stem>.md (table, description, targets);
+    prints the Markdown and the problems; the exit status."""
+    os.makedirs(a.out_dir, exist_ok=True)
+    with open(os.path.join(a.out_dir, f"{stem}.json"), "w") as f:
+        json.dump(payload, f, indent=1)
+    lines = [table_text, "", desc, ""]
+    for t in payload["targets"]:
+        lines.append("- {}: {}: {} ({})".format(A.APP_NAME[t["app"]], t["target"], B.fmt(t["value"], "{:.3f}"),
+                                               {True: "met", False: "NOT met", None: "not measured"}[t["met"]]))
+    text = "\n".join(lines)
+    with open(os.path.join(a.out_dir, f"{stem}.md"), "w") as f:
+        f.write(text + "\n")
+    print("\n" + text)
+    for p in payload["problems"]:
+        print("PROBLEM: " + p)
+    return 1 if payload["problems"] else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build-dir", default=os.environ.get("CRPM_BUILD_DIR", os.path.join(REPO, "build")))
@@ -297,54 +316,30 @@ def main():
     if a.rebuild_only:
         rows = [rebuild_summary({"app": app}, rebuilds[app]) for app in params]
         tg = [t for t in targets(rows) if t["target"].startswith("reconstruction")]
-        os.makedirs(a.out_dir, exist_ok=True)
-        with open(os.path.join(a.out_dir, "l3_rebuild.json"), "w") as f:
-            json.dump({"benchmark": "level-3 rebuild", "machine": machine, "mode": mode, "ranks": NP,
-                       "node_size": NODE_SIZE, "group_size": GROUP, "l3_parity": PARITY, "params": params,
-                       "large": large, "baseline_build": a.baseline_build, "command": " ".join(sys.argv),
-                       "summary": rows, "targets": tg, "problems": problems, "rebuilds": rebuilds}, f, indent=1)
         desc = (f"{NP} ranks as {NP // NODE_SIZE} nodes, groups of {GROUP}, l3_parity {PARITY}, node {LOST_NODE} "
                 f"lost; {machine.get('cores')} cores; {mode} app sizes, large: {large}; medians of {rreps}"
                 f"{' alternating with the baseline build ' + a.baseline_build if a.baseline_build else ''}; load "
                 f"{machine['loadavg_start'][0]:.1f} at start, {machine['loadavg_end'][0]:.1f} at end; "
                 f"{machine.get('date')}, commit {machine.get('git_head', '?')}.")
-        lines = [rebuild_table(rows), "", desc, ""]
-        for t in tg:
-            lines.append("- {}: {}: {} ({})".format(A.APP_NAME[t["app"]], t["target"], B.fmt(t["value"], "{:.3f}"),
-                                                   {True: "met", False: "NOT met", None: "not measured"}[t["met"]]))
-        text = "\n".join(lines)
-        with open(os.path.join(a.out_dir, "l3_rebuild.md"), "w") as f:
-            f.write(text + "\n")
-        print("\n" + text)
-        for p in problems:
-            print("PROBLEM: " + p)
-        return 1 if problems else 0
+        return write_results(a, "l3_rebuild", {
+            "benchmark": "level-3 rebuild", "machine": machine, "mode": mode, "ranks": NP, "node_size": NODE_SIZE,
+            "group_size": GROUP, "l3_parity": PARITY, "params": params, "large": large,
+            "baseline_build": a.baseline_build, "command": " ".join(sys.argv), "summary": rows, "targets": tg,
+            "problems": problems, "rebuilds": rebuilds}, rebuild_table(rows), desc)
     rows = [summarize(app, runs[app], rebuilds[app]) for app in params]
     tg = targets(rows)
     enc = os.path.join(REPO, "bench", "results", "l3_encode.json")
     isal = json.load(open(enc)) if os.path.exists(enc) else None
-    os.makedirs(a.out_dir, exist_ok=True)
-    with open(os.path.join(a.out_dir, "l3.json"), "w") as f:
-        json.dump({"benchmark": "level 3", "machine": machine, "mode": mode, "reps": reps, "ranks": NP,
-                   "node_size": NODE_SIZE, "group_size": GROUP, "l3_parity": PARITY, "params": params,
-                   "large": large, "command": " ".join(sys.argv), "summary": rows, "targets": tg, "problems": problems,
-                   "isal_encode": isal, "runs": runs, "rebuilds": rebuilds}, f, indent=1)
     desc = (f"{NP} ranks as {NP // NODE_SIZE} nodes, groups of {GROUP}, l3_parity {PARITY}; {machine.get('cores')} "
             f"cores; {mode} sizes, medians of {reps} rotating repetitions; load {machine['loadavg_start'][0]:.1f} "
             f"at start, {machine['loadavg_end'][0]:.1f} at end; {machine.get('date')}, commit "
             f"{machine.get('git_head', '?')}. Extra storage per rank: L2 1.00x the data, L3 "
             f"{PARITY / (GROUP - PARITY):.2f}x.")
-    lines = [table(rows), "", desc, ""]
-    for t in tg:
-        lines.append("- {}: {}: {} ({})".format(A.APP_NAME[t["app"]], t["target"], B.fmt(t["value"], "{:.3f}"),
-                                               {True: "met", False: "NOT met", None: "not measured"}[t["met"]]))
-    text = "\n".join(lines)
-    with open(os.path.join(a.out_dir, "l3.md"), "w") as f:
-        f.write(text + "\n")
-    print("\n" + text)
-    for p in problems:
-        print("PROBLEM: " + p)
-    return 1 if problems else 0
+    return write_results(a, "l3", {
+        "benchmark": "level 3", "machine": machine, "mode": mode, "reps": reps, "ranks": NP, "node_size": NODE_SIZE,
+        "group_size": GROUP, "l3_parity": PARITY, "params": params, "large": large, "command": " ".join(sys.argv),
+        "summary": rows, "targets": tg, "problems": problems, "isal_encode": isal, "runs": runs,
+        "rebuilds": rebuilds}, table(rows), desc)
 
 
 if __name__ == "__main__":
