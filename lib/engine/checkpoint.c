@@ -354,6 +354,7 @@ int crpm_container_declare_writes(crpm_container *c, int32_t id)
     if (!r->declared)
         r->rescan_all = 1; /* what was written before went unreported */
     r->declared = 1;
+    c->any_declared = 1;
     return CRPM_SUCCESS;
 }
 
@@ -756,7 +757,7 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
     if (rc == 0 && fresh)
         rc = reserve_phys(c, fresh);
     ck_stats st = {0, 0, 0};
-    if (rc == 0)
+    if (rc == 0 && (c->trk || c->any_declared))
         scan_all(c);
     for (int i = 0; i < c->nregions && rc == 0; i++)
         if (c->regions[i].p_elem_size)

@@ -174,6 +174,7 @@ struct crpm_container {
                                 first crc_len bytes (0: unknown, rewrite the whole table) */
     uint64_t hint;           /* where the next free-segment search starts */
     struct crpm_tracker *trk; /* NULL: compare every block */
+    int any_declared;         /* some region reports its writes (sticky) */
     int want_tracking;
     char track_msg[256];      /* why tracking was not available */
     crpm_hook_fn hook;
