@@ -79,7 +79,10 @@ static double phase(const char *name, double *a, size_t n, double seconds, crpm_
         if (rc == CRPM_SNAP_CHECKPOINTED) {
             crpm_stats_t last;
             crpm_get_stats(&last, NULL);
-            double want = model->interval_s, got = max_all(t_call - *since), imax = max_all(iter_max);
+            /* the library decides at calls only: this iteration (from the
+             * previous call to this one) counts like the earlier ones */
+            double want = model->interval_s, got = max_all(t_call - *since),
+                   imax = max_all(fmax(iter_max, t_call - t0));
             /* Scheduling on a loaded machine delays any process by tens of
              * milliseconds: 15 % of the interval on top of what is measured. */
             double early = max_all(*post) + 0.005 + 0.15 * want, late = imax + 0.005 + 0.15 * want;
