@@ -28,9 +28,11 @@
  * information with change_tracking = pagemap at 1% (twin arrays, the same
  * mutations); and recovery
  * in a fresh process (fork), counting the first touch of freshly allocated
- * arrays, with and without verification, beside its floors: the first touch
- * alone, malloc + memcpy, and memcpy and verified recovery into memory that
- * was touched before (untimed).  Writes engine_checksums.csv and .json. */
+ * arrays, with and without verification (and verified once more with
+ * huge_pages = 1), beside its floors: the first touch alone (in 4-KiB pages
+ * and advised huge), malloc + memcpy, and
+ * memcpy and verified recovery into memory that was touched before
+ * (untimed).  Writes engine_checksums.csv and .json. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -176,6 +178,8 @@ enum fresh_mode {
     FR_TOUCH,         /* floor: the first touch alone (MADV_POPULATE_WRITE, else a store per page) */
     FR_TOUCHED_COPY,  /* memcpy into touched memory (touched untimed) from the file's mapping, populated first */
     FR_TOUCHED_VERIFY, /* open + recovery with verification into touched memory */
+    FR_VERIFY_HUGE,   /* FR_VERIFY with huge_pages = 1: the arrays advised huge before they are filled */
+    FR_TOUCH_HUGE,    /* floor: the first touch of the array advised huge */
     FR_MODES
 };
 
@@ -209,9 +213,15 @@ static int fresh_recover(const char *path, size_t n, int mode, double t[2])
         close(p[0]);
         double w = now(), u = cpu_now();
         char *a = malloc(n);
-        crpm_open_opts o = {.path = path};
+        crpm_open_opts o = {.path = path, .huge_pages = mode == FR_VERIFY_HUGE};
         crpm_container *c = NULL;
         if (!a) _exit(1);
+        if (mode == FR_TOUCH_HUGE) {
+            uintptr_t hp = 2u << 20, lo = ((uintptr_t)a + hp - 1) & ~(hp - 1), hi = ((uintptr_t)a + n) & ~(hp - 1);
+            if (hi > lo)
+                (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+            mode = FR_TOUCH;
+        }
         if (mode == FR_TOUCHED_COPY || mode == FR_TOUCHED_VERIFY)
             touch(a, n);
         if (mode == FR_TOUCH) {
@@ -423,7 +433,8 @@ static int bench_checksums(const char *dir, const char *out, size_t *sizes_mb, i
             }
         static const char *rname[FR_MODES] = {
             "floor: malloc+memcpy", "recover, no CRCs", "recover + verify",
-            "floor: first touch", "memcpy, touched", "recover+verify, touched"};
+            "floor: first touch", "memcpy, touched", "recover+verify, touched",
+            "recover + verify, huge", "floor: first touch, huge"};
         double m[FR_MODES], mc[FR_MODES];
         for (int v = 0; v < FR_MODES; v++) {
             m[v] = median(rt[v], reps);
@@ -434,11 +445,13 @@ static int bench_checksums(const char *dir, const char *out, size_t *sizes_mb, i
         if ((double)n / rt[FR_TOUCH][0] / 1e9 > best_touch) best_touch = (double)n / rt[FR_TOUCH][0] / 1e9;
         for (int v = 0; v < FR_MODES; v++) {
             /* the reference of each row: verify vs no CRCs, the others vs malloc+memcpy */
-            int ref = v == FR_VERIFY ? FR_RECOVER : v == FR_TOUCHED_VERIFY ? FR_TOUCHED_COPY : FR_COPY;
-            printf("%6zuMB fresh %-24s | %9.4f s = %5.2f GB/s [%.2f..%.2f] | cpu %.4f s = %5.2f GB/s | vs %s %5.2fx\n",
+            int ref = v == FR_VERIFY ? FR_RECOVER : v == FR_TOUCHED_VERIFY ? FR_TOUCHED_COPY
+                    : v == FR_VERIFY_HUGE ? FR_VERIFY : v == FR_TOUCH_HUGE ? FR_TOUCH : FR_COPY;
+            printf("%6zuMB fresh %-26s | %9.4f s = %5.2f GB/s [%.2f..%.2f] | cpu %.4f s = %5.2f GB/s | vs %s %5.2fx\n",
                    sizes_mb[si], rname[v], m[v], (double)n / m[v] / 1e9, (double)n / rt[v][reps - 1] / 1e9,
                    (double)n / rt[v][0] / 1e9, mc[v], (double)n / mc[v] / 1e9,
-                   ref == FR_RECOVER ? "no CRCs" : ref == FR_TOUCHED_COPY ? "memcpy, touched" : "floor", m[v] / m[ref]);
+                   ref == FR_RECOVER ? "no CRCs" : ref == FR_TOUCHED_COPY ? "memcpy, touched"
+                   : ref == FR_VERIFY ? "4K pages" : ref == FR_TOUCH ? "4K pages" : "floor", m[v] / m[ref]);
             fprintf(csv, "%zu,fresh %s,%.6f,%.6f,%.4f,,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.4f,,%.3f\n", sizes_mb[si],
                     rname[v], m[ref], m[v], m[v] / m[ref], rt[ref][0], rt[ref][reps - 1], rt[v][0], rt[v][reps - 1],
                     mc[ref], mc[v], mc[v] / mc[ref], (double)n / m[v] / 1e9);

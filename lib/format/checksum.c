@@ -101,13 +101,22 @@ static void populate(const void *p, uint64_t bytes, int advice)
  * application initialised before recovering): populating those walks their
  * page tables again for nothing, ~15% of a recovery into touched memory.
  * mincore is exact for private anonymous memory; for other memory it may
- * report pages present that are not mapped yet, which then fault as before. */
-static void populate_missing(void *p, uint64_t bytes)
+ * report pages present that are not mapped yet, which then fault as before.
+ * With huge (config huge_pages, off by default: it changes how the
+ * application's memory is mapped), the array's whole 2-MiB pages are first
+ * advised huge: the kernel then clears and maps 2 MiB at a time instead of
+ * 4 KiB (first touch 8.9-9.5 GB/s instead of 2.8-3.2 here).  Only advice:
+ * where transparent huge pages are off, or a 2-MiB page is partly there
+ * already, the kernel maps small pages as before. */
+static void populate_missing(void *p, uint64_t bytes, int huge)
 {
     unsigned char vec[4096]; /* pages looked at per mincore call */
     uintptr_t pg = 4096, lo = ((uintptr_t)p + pg - 1) & ~(pg - 1), hi = ((uintptr_t)p + bytes) & ~(pg - 1);
     if (bytes < (1u << 20) || hi <= lo)
         return;
+    uintptr_t hp = 2u << 20, hlo = (lo + hp - 1) & ~(hp - 1), hhi = hi & ~(hp - 1);
+    if (huge && hhi > hlo)
+        (void)madvise((void *)hlo, hhi - hlo, MADV_HUGEPAGE);
     for (uintptr_t w = lo; w < hi; w += sizeof vec * pg) {
         size_t np = (hi - w) / pg < sizeof vec ? (hi - w) / pg : sizeof vec;
         if (mincore((void *)w, np * pg, vec) != 0) {
@@ -125,15 +134,18 @@ static void populate_missing(void *p, uint64_t bytes)
     }
 }
 
-/* Each chunk is copied, then its CRC is checked on the copy just written,
- * while it is in L1: the container is read once, and what lands in dst is
- * what was checked even if the file changed meanwhile.  Copying 256 MiB into
- * populated memory that way ran at 0.8-1.0x the speed of memcpy alone, where
- * copying 64-KiB pieces and checking them from L2 ran at 0.4-0.5x. */
+/* Each piece of a few chunks is copied, then its chunks' CRCs are checked on
+ * the copy just written, while it is in L1: the container is read once, and
+ * what lands in dst is what was checked even if the file changed meanwhile.
+ * Copying 256 MiB into populated memory that way ran at 0.8-1.0x the speed of
+ * memcpy alone, where copying 64-KiB pieces and checking them from L2 ran at
+ * 0.4-0.5x; 4-KiB pieces of 1-KiB chunks: 10.5-11 GB/s, 1-KiB pieces 7-7.9. */
+#define COPY_PIECE 4096u
 int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
 {
     uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size, ch = c->sb.crc_chunk;
-    populate_missing(dst, bytes);
+    uint64_t piece = ch && ch < COPY_PIECE ? COPY_PIECE / ch * ch : ch;
+    populate_missing(dst, bytes, c->huge_pages);
     for (uint64_t k = 0; k < r->nsegs; k++) {
         uint64_t off = k * seg, len = bytes - off < seg ? bytes - off : seg;
         const crpm_seg *s = &r->segs[k];
@@ -149,11 +161,14 @@ int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
             continue;
         }
         const uint32_t *tab = crc_table(c, phys);
-        for (uint64_t p = 0, j = 0; p < len; p += ch, j++) {
-            uint64_t l = len - p < ch ? len - p : ch;
-            memcpy(d + p, src + p, l);
-            if (chunk_crc(c, phys, j, d + p, l) != tab[j])
-                return bad_chunk(c, r, off + p, phys);
+        for (uint64_t q = 0, j = 0; q < len; q += piece) {
+            uint64_t pl = len - q < piece ? len - q : piece;
+            memcpy(d + q, src + q, pl);
+            for (uint64_t p = q; p < q + pl; p += ch, j++) {
+                uint64_t l = q + pl - p < ch ? q + pl - p : ch;
+                if (chunk_crc(c, phys, j, d + p, l) != tab[j])
+                    return bad_chunk(c, r, off + p, phys);
+            }
         }
     }
     return CRPM_SUCCESS;

@@ -273,6 +273,7 @@ int crpm_format_open(const crpm_open_opts *o, crpm_container **out, int *created
     }
     c->media.ops = o->read_only ? &crpm_backend_readonly : o->backend ? o->backend : crpm_backend_for(o->persistence);
     c->read_only = o->read_only;
+    c->huge_pages = o->huge_pages;
     /* a FIFO must not block us, a device must not be mapped */
     int rc, fd, missing;
     rc = crpm_open_regular(o->path, O_RDONLY, &fd, &missing);

@@ -33,6 +33,7 @@ typedef struct crpm_open_opts {
     const uint8_t *run_id;     /* CRPM_RUN_ID_LEN bytes: written on create (NULL: random),
                                   checked on open when non-NULL (CRPM_ERR_IDENTITY) */
     int no_checksums;          /* internal, benchmarks only: create without data CRCs */
+    int huge_pages;            /* 1: recovery asks for transparent huge pages on the arrays it fills */
 } crpm_open_opts;
 
 /* Hook points for tests (process-kill injection). */
@@ -180,6 +181,7 @@ struct crpm_container {
     crpm_hook_fn hook;
     void *hook_arg;
     int read_only;            /* opened with opts.read_only */
+    int huge_pages;           /* opts.huge_pages */
     unsigned char view_hdr[sizeof(struct crpm_slot_hdr)]; /* committed slot's header in the view */
     char *snap;               /* crpm_container_snapshot: the saved regions' bytes ... */
     uint64_t *snap_off;       /* ... region i at snap + snap_off[i] */

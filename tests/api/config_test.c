@@ -95,7 +95,9 @@ int main(int argc, char **argv)
     /* ownership and fallback keys */
     CHECK(parse("[basic]\nckpt_dir=/d\n", &c) == 0 && c.lock_wait_s == 5 && c.on_unrecoverable_fresh == 0);
     CHECK(parse("[basic]\nckpt_dir=/d\n[advanced]\nlock_wait_s = 7.5\non_unrecoverable = fresh\n", &c) == 0);
-    CHECK(c.lock_wait_s == 7.5 && c.on_unrecoverable_fresh == 1);
+    CHECK(c.lock_wait_s == 7.5 && c.on_unrecoverable_fresh == 1 && c.huge_pages == 0);
+    CHECK(parse("[basic]\nckpt_dir=/d\n[advanced]\nhuge_pages = 1\n", &c) == 0 && c.huge_pages == 1);
+    CHECK(fails_with("[basic]\nckpt_dir=/d\n[advanced]\nhuge_pages = 2\n", "bad value '2' for huge_pages"));
     CHECK(fails_with("[basic]\nckpt_dir=/d\n[advanced]\non_unrecoverable = maybe\n",
                      "bad value 'maybe' for on_unrecoverable"));
     CHECK(fails_with("[basic]\nckpt_dir=/d\n[advanced]\nlock_wait_s = -1\n", "bad value '-1' for lock_wait_s"));
