@@ -29,6 +29,7 @@
 #include "l3_code.h"
 #include "level.h"
 #include "mpi_error.h"
+#include "mpi_wait.h"
 #include "persist_file.h"
 
 #define TAG_L3 7400            /* + codeword (< 256) */
@@ -1017,19 +1018,6 @@ static int rb_rank(const l3_state *s, int c, int u)
     return s->grp[u < s->k ? crpm_l3_data_member(&s->lay, c, u) : crpm_l3_holder(&s->lay, c, u - s->k)];
 }
 
-/* Waits for n requests without holding a core: a rank with nothing else
- * to do leaves it to the ones decoding (several ranks may share a core). */
-static int rb_idle_wait(int n, MPI_Request *rq)
-{
-    const struct timespec nap = {0, 20000};
-    for (;;) {
-        int done = 0, mrc = MPI_Testall(n, rq, &done, MPI_STATUSES_IGNORE);
-        if (mrc != MPI_SUCCESS || done)
-            return mrc;
-        nanosleep(&nap, NULL);
-    }
-}
-
 /* Receiver: posts the receives of row t into its window slot. */
 static int rb_post(rb *r, int phase, uint64_t t)
 {
@@ -1145,7 +1133,7 @@ static int rb_phase(rb *r, int phase, uint64_t nrows, int rc)
                 }
             }
         }
-        mrc = nreq ? rb_idle_wait(nreq, r->req) : MPI_SUCCESS;
+        mrc = nreq ? crpm_mpi_idle_wait(nreq, r->req) : MPI_SUCCESS;
         if (mrc != MPI_SUCCESS)
             rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Waitall");
     }
@@ -1380,9 +1368,7 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
     if (rc == 0 && r.lost_me && !r.bound)
         rc = crpm_error(CRPM_ERR_MISSING, "level 3: nothing to rebuild rank %d from", me);
     /* ranks done early wait for the slowest without holding a core */
-    MPI_Request bar;
-    int mrc = MPI_Ibarrier(r.comm, &bar);
-    mrc = mrc == MPI_SUCCESS ? rb_idle_wait(1, &bar) : mrc;
+    int mrc = crpm_mpi_idle_barrier(r.comm);
     if (mrc != MPI_SUCCESS)
         rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Ibarrier");
     *seconds = crpm_now() - t0;

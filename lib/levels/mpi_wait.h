@@ -1,0 +1,16 @@
+/* Waiting on MPI without holding a core.  MPI's blocking calls poll; with
+ * several ranks per core (oversubscribed test nodes, or ranks idle while
+ * others rebuild) the pollers take the cycles the working ranks need.  For
+ * the waits of unbalanced phases (rebuilds, transfers), not for the short
+ * agreements of every checkpoint. */
+#ifndef CRPM_LEVELS_MPI_WAIT_H
+#define CRPM_LEVELS_MPI_WAIT_H
+#include <mpi.h>
+
+/* MPI_Waitall, sleeping briefly between tests: returns MPI's code. */
+int crpm_mpi_idle_wait(int n, MPI_Request *rq);
+
+/* A barrier over comm waited for that way: returns MPI's code. */
+int crpm_mpi_idle_barrier(MPI_Comm comm);
+
+#endif
