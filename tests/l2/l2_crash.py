@@ -167,6 +167,8 @@ def run_trial(c, t, ref_res, ref_lines, ref_time, n_ckpt):
         lost = rng.randrange(L.NNODES) if a.level == 2 else pick_l3(a, rng)
     lo, hi = (x * ref_time / 100 for x in a.kill_pct)
     wiped, sets = [], []
+    finalized = set()  # launches that left no checkpoint anywhere: killed in crpm_finalize
+
 
     def committed_before(i):
         # A node lost before any checkpoint was reported committed may take
@@ -185,6 +187,12 @@ def run_trial(c, t, ref_res, ref_lines, ref_time, n_ckpt):
             a.progress_re and any(a.progress_re.search(x) for x in complete_lines(text)))
 
     def env_for(i):  # called just before launch i, after launch i-1 died: the node loss happens here
+        # crpm_finalize removes the checkpoints after the result is printed,
+        # but the last lines of a killed job's output may never reach us
+        # (Open MPI's forwarding dies with it): no file left on any node is
+        # then the sign the run was complete (the library deletes nothing else)
+        if i >= 1 and not L.holds_checkpoints(d, range(L.NNODES)):
+            finalized.add(i - 1)
         if a.level == 2:
             if (i == 1 or (i > 1 and rng.random() < 0.5)) and committed_before(i):
                 L.wipe(d, [lost])
@@ -254,7 +262,7 @@ def run_trial(c, t, ref_res, ref_lines, ref_time, n_ckpt):
         ids = L.committed_ids(text) + ([rec] if rec is not None else [])
         if ids:
             newest = max(ids + ([newest] if newest is not None else []))
-        if c.results(text) == ref_res:
+        if c.results(text) == ref_res or i in finalized:
             newest = None  # the run was complete: killed in crpm_finalize, which removes the checkpoints
         if a.progress_re and not why:
             for x in complete_lines(text):

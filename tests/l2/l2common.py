@@ -66,6 +66,15 @@ def wipe(workdir, nodes):
         shutil.rmtree(node_dir(workdir, k), ignore_errors=True)
 
 
+def holds_checkpoints(workdir, nodes, skip=(".lock",)):
+    """Whether any file but a lock is left under these nodes' directories."""
+    for k in nodes:
+        for _, _, files in os.walk(node_dir(workdir, k)):
+            if any(not f.endswith(skip) for f in files):
+                return True
+    return False
+
+
 def node_state(workdir, nodes, skip=(".lock",)):
     """{relative path: sha256} of every file under these nodes' directories
     (lock files aside: a launch may create them)."""
