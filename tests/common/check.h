@@ -15,7 +15,9 @@
  *   check_skip(fmt, ...)       prints "SKIP: ..." and exits CHECK_SKIP (77,
  *                              CTest's SKIP_RETURN_CODE of the suites);
  *   rnd, rnd_below, fill_random: splitmix64 with the state in the caller, so
- *                              a seed reproduces a run. */
+ *                              a seed reproduces a run;
+ *   check_flip(path, off, mask) XORs the byte at off of a file with mask
+ *                              (corruption tests; exits on an I/O error). */
 #ifndef CRPM_TEST_CHECK_H
 #define CRPM_TEST_CHECK_H
 #include <stdarg.h>
@@ -24,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #define CHECK_SKIP 77
 
@@ -145,5 +149,17 @@ static inline void fill_random(uint64_t *s, char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         p[i] = (char)rnd(s);
+}
+
+static inline void check_flip(const char *path, long long off, unsigned mask)
+{
+    int fd = open(path, O_RDWR); /* lseek + read/write: pread needs more than strict C11's headers */
+    unsigned char b;
+    REQUIRE(fd >= 0 && lseek(fd, (off_t)off, SEEK_SET) == (off_t)off && read(fd, &b, 1) == 1,
+            "%s: cannot read byte %lld", path, off);
+    b ^= (unsigned char)mask;
+    REQUIRE(lseek(fd, (off_t)off, SEEK_SET) == (off_t)off && write(fd, &b, 1) == 1, "%s: cannot write byte %lld",
+            path, off);
+    close(fd);
 }
 #endif

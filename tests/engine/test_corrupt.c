@@ -31,12 +31,7 @@ static void copy_file(const char *from, const char *to, off_t trunc_to)
 
 static void flip(const char *p, off_t off, int bit)
 {
-    int fd = open(p, O_RDWR);
-    unsigned char b;
-    REQUIRE(pread(fd, &b, 1, off) == 1, "pread");
-    b ^= (unsigned char)(1u << bit);
-    REQUIRE(pwrite(fd, &b, 1, off) == 1, "pwrite");
-    close(fd);
+    check_flip(p, off, 1u << bit);
 }
 
 static void expect(const char *what, int rc, int want)

@@ -210,12 +210,7 @@ static int make_flip(const char *out)
     const crpm_seg *sg = &r->segs[2];
     off_t off = (off_t)(crpm_seg_addr(c, sg->phys[sg->state - 1]) - c->media.base) + 300;
     crpm_container_close(c);
-    int fd = open(out, O_RDWR);
-    unsigned char b;
-    REQUIRE(fd >= 0 && pread(fd, &b, 1, off) == 1, "pread");
-    b ^= 0x10;
-    REQUIRE(pwrite(fd, &b, 1, off) == 1, "pwrite");
-    close(fd);
+    check_flip(out, off, 0x10);
 
     REQUIRE(crpm_container_open(&o, &c, NULL) == 0, "open: %s", crpm_last_error());
     char *got[NREG];

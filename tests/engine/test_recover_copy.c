@@ -96,19 +96,13 @@ int main(int argc, char **argv)
         const crpm_seg *sg = &r->segs[where[k] / SEG];
         off_t off = (off_t)(crpm_seg_addr(c, sg->phys[sg->state - 1]) - c->media.base) + (off_t)(where[k] % SEG);
         crpm_container_close(c);
-        int fd = open(path, O_RDWR);
-        unsigned char byte;
-        REQUIRE(fd >= 0 && pread(fd, &byte, 1, off) == 1, "pread");
-        byte ^= 0x40;
-        REQUIRE(pwrite(fd, &byte, 1, off) == 1, "pwrite");
+        check_flip(path, off, 0x40);
         char want[64];
         snprintf(want, sizeof want, "array id 3, byte offset %llu (",
                  (unsigned long long)(where[k] / ch * ch));
         memset(d, 0, n);
         recover_into(path, k, d, n, want);
-        byte ^= 0x40;
-        REQUIRE(pwrite(fd, &byte, 1, off) == 1, "pwrite");
-        close(fd);
+        check_flip(path, off, 0x40);
     }
     recover_into(path, 1, d, n, NULL);
     CHECK(memcmp(a, d, n) == 0, "restored container: recovered data differ");
