@@ -216,3 +216,20 @@ void crpm_l3_decode(const crpm_l3_decoder *d, size_t len, unsigned char *const *
     if (d->nlost > 0)
         apply_rows(len, d->k, d->nlost, d->tbls, in, out);
 }
+
+void crpm_l3_decode_part(const crpm_l3_decoder *d, int j, int p, size_t len, const void *in, void *acc, int first)
+{
+    /* row j of the decode tables; element p's 32 bytes are also the tables
+     * of a 1 x 1 code, which multiplies without reading acc */
+    unsigned char *row = d->tbls + (size_t)j * (size_t)d->k * 32;
+    unsigned char *src = (unsigned char *)(uintptr_t)in; /* ISA-L only reads it */
+    for (size_t off = 0; off < len;) {
+        size_t n = len - off < CRPM_L3_CHUNK ? len - off : CRPM_L3_CHUNK;
+        unsigned char *s = src + off, *dst = (unsigned char *)acc + off;
+        if (first)
+            ec_encode_data((int)n, 1, 1, row + (size_t)p * 32, &s, &dst);
+        else
+            ec_encode_data_update((int)n, d->k, 1, p, row, s, &dst);
+        off += n;
+    }
+}

@@ -65,5 +65,10 @@ int crpm_l3_decoder_init(crpm_l3_decoder *d, const crpm_l3_code *c, const int *a
 void crpm_l3_decoder_free(crpm_l3_decoder *d);
 /* out[j] (lost[j]) from src units in[0..k-1] (src order), len bytes each. */
 void crpm_l3_decode(const crpm_l3_decoder *d, size_t len, unsigned char *const *in, unsigned char **out);
+/* One source's share of lost unit lost[j]: acc = c * in when first, else
+ * acc ^= c * in, over len bytes, where c is the decode coefficient of source
+ * src[p].  Lost unit j is the sum of the k shares, so survivors can decode
+ * it as a running sum passed from source to source. */
+void crpm_l3_decode_part(const crpm_l3_decoder *d, int j, int p, size_t len, const void *in, void *acc, int first);
 
 #endif

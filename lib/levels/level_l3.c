@@ -899,15 +899,23 @@ void crpm_l3_image_free(crpm_l3_image *img)
  *
  * In the meta and data phases each lost rank first tells the sources of
  * each of its codewords how many bytes of every row (parity segment) it
- * needs.  A source then sends, per row a lost unit needs, one message
- * straight from its mapping or parity buffer (no packing): min(the bytes it
- * defines there, need); the receiver pads with the zeros the code has
- * beyond them.  The lost rank decodes its own unit alone (its row of the
- * decode tables), row by row at its own need, straight into its image: the
- * regions one after the other, nothing else.  It keeps a window of W rows
- * of receives posted (about WINDOW_BYTES of buffers, at least one row,
- * reused) and decodes row by row; sources post their sends in chunks of
- * SEND_ROWS rows.
+ * needs.  A lost unit is the sum over the k sources of coefficient x unit,
+ * so the sources decode it in a chain: per lost unit and row, the sources
+ * in decoder order (agreed: from the layout and the lost ranks) each add
+ * their share to the running sum received from the previous one (the first
+ * starts it) and pass it on; the last sends the finished bytes to the lost
+ * rank, which receives them straight into its image.  The lost rank thus
+ * takes in its image once (not k times) and the multiply-adds are spread
+ * over the survivors.  A source adds min(the bytes it defines there, need):
+ * the code has zeros beyond them; a sum travels as long as its longest
+ * share so far, and is padded with zeros by whoever receives it.
+ *
+ * A source works through windows of W rows (two windows of buffers, reused:
+ * one is computed while the other's sends drain), its chain steps in the
+ * order (position in the chain, codeword, lost unit, row), which every
+ * rank follows, so each step waits only on steps before it and messages
+ * between two ranks on one codeword's tag are sent and received in the
+ * same order.  The lost rank keeps LOST_ROWS rows of receives posted.
  *
  * Which messages exist follows from agreed numbers (rows per phase), the
  * decoders and the needs sent, never from a rank's own state, so a rank that
@@ -917,19 +925,21 @@ void crpm_l3_image_free(crpm_l3_image *img)
 #define TAG_L3_NEED 7700       /* + codeword: a lost rank's needs per row */
 #define PREFIX (16u << 10)
 #define RB_ALIGN 64u
-#define SEND_ROWS 256u
-/* Receive window: messages are copied in as their receives are posted (or
- * waited for), then decoded; a window that stays in cache is faster than a
- * deeper one (measured: one 2-MiB-segment row of 9 pieces, 0.05 s for 36
- * MiB, against 0.09 s with three rows posted). */
+/* A source's buffers for the sums in flight (both windows). */
 #define WINDOW_BYTES (8ull << 20)
+#define LOST_ROWS 64u
 enum { PH_PREFIX, PH_META, PH_DATA };
 
 typedef struct rb_src {        /* this rank as a source of one codeword */
     int unit;                  /* data index, or k + parity row; -1: not a source */
+    int pos;                   /* its place in the decoder's sources: the chain */
     int j;                     /* the codeword's slot among this rank's (data unit) */
     uint64_t *need;            /* nlost x rows: what each lost unit of the codeword needs */
 } rb_src;
+
+typedef struct rb_task {       /* one chain this rank is a step of: (codeword, lost unit) */
+    int c, q;
+} rb_task;
 
 typedef struct rb {
     l3_state *s;
@@ -939,6 +949,11 @@ typedef struct rb {
     crpm_l3_decoder *dec;      /* K: codewords with a lost data unit */
     rb_src *src;               /* K */
     image im;                  /* survivor: its image */
+    rb_task *task;             /* survivor: its chains, by (position, codeword, lost unit) */
+    int ntask;
+    unsigned char *slab;       /* survivor: 2 windows x ntask x W cells of cell bytes */
+    size_t cell;
+    uint64_t W;
     /* lost rank: its image as rebuilt */
     unsigned char *pre;        /* PREFIX bytes of segment 0 */
     unsigned char *meta;       /* meta_len bytes (pre when it holds them all) */
@@ -947,9 +962,6 @@ typedef struct rb {
     uint64_t *first, nreg;     /* first image segment of each region */
     char *buf;                 /* the regions, each at reg[i].ptr */
     uint64_t *myneed;          /* k x rows, sent to the sources */
-    unsigned char *slab;       /* receive window: W rows x k codewords x k sources, cell bytes each */
-    size_t slab_cap, cell;
-    uint64_t W;
     MPI_Request *req;
     uint64_t *sent;
 } rb;
@@ -987,59 +999,164 @@ static uint64_t rb_want(const rb *r, int phase, uint64_t s, unsigned char **dst)
     return bytes - k * seg < seg ? bytes - k * seg : seg;
 }
 
-/* Lost rank, before the agreement that precedes a phase: receive buffers
- * for the largest row piece it will need. */
-static int rb_prepare(rb *r, int phase)
-{
-    if (!r->lost_me)
-        return CRPM_SUCCESS;
-    uint64_t cell = 0, n = phase == PH_PREFIX ? 1 : phase == PH_META ? r->meta_segs : r->nsegs;
-    unsigned char *dst;
-    for (uint64_t s = 0; s < n; s++) {
-        uint64_t w = rb_want(r, phase, s, &dst);
-        cell = w > cell ? w : cell;
-    }
-    cell = (cell + RB_ALIGN - 1) / RB_ALIGN * RB_ALIGN;
-    size_t k = (size_t)r->s->k, bytes = (size_t)(r->W * cell) * k * k;
-    r->cell = (size_t)cell;
-    if (bytes <= r->slab_cap)
-        return CRPM_SUCCESS;
-    free(r->slab);
-    r->slab_cap = 0;
-    if (!(r->slab = malloc(bytes)))
-        return crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory for %zu bytes of rebuild buffers", bytes);
-    r->slab_cap = bytes;
-    return CRPM_SUCCESS;
-}
-
 /* Rank of unit u of codeword c. */
 static int rb_rank(const l3_state *s, int c, int u)
 {
     return s->grp[u < s->k ? crpm_l3_data_member(&s->lay, c, u) : crpm_l3_holder(&s->lay, c, u - s->k)];
 }
 
-/* Receiver: posts the receives of row t into its window slot. */
+/* One receive waited for without holding a core; *n: the bytes received
+ * (0 after an error).  Returns MPI's code. */
+static int rb_wait1(MPI_Request *rq, uint64_t *n)
+{
+    const struct timespec nap = {0, 20000};
+    MPI_Status st;
+    int done = 0, cnt = 0, mrc;
+    *n = 0;
+    while ((mrc = MPI_Test(rq, &done, &st)) == MPI_SUCCESS && !done)
+        nanosleep(&nap, NULL);
+    if (mrc == MPI_SUCCESS && MPI_Get_count(&st, MPI_BYTE, &cnt) == MPI_SUCCESS && cnt > 0)
+        *n = (uint64_t)cnt;
+    return mrc;
+}
+
+/* Survivor: the bytes of its unit of codeword c at row t (min(defined, need)). */
+static const void *rb_bytes(rb *r, const rb_src *x, uint64_t t, uint64_t need, uint64_t *n)
+{
+    l3_state *s = r->s;
+    const void *p = NULL;
+    *n = 0;
+    if (x->unit < s->k) {
+        uint32_t ph;
+        p = unit_bytes(s->own, &r->im, t * (uint64_t)s->k + (uint64_t)x->j, n, &ph);
+        *n = p ? *n : 0;
+    } else {
+        uint64_t off = t * r->seg;
+        *n = s->plen > off ? s->plen - off : 0;
+        p = *n ? (const void *)(s->par[x->unit - s->k] + off) : NULL;
+    }
+    *n = *n < need ? *n : need;
+    *n = *n < r->seg ? *n : r->seg;
+    return p;
+}
+
+/* Survivor: its steps of every chain of a phase of nrows rows. */
+static int rb_chain(rb *r, uint64_t nrows, int rc)
+{
+    l3_state *s = r->s;
+    int k = s->k, nsend[2] = {0, 0}, mrc;
+    uint64_t W = r->W;
+    size_t per = (size_t)W * (size_t)r->ntask;
+    for (uint64_t t0 = 0, w = 0; t0 < nrows; t0 += W, w++) {
+        uint64_t t1 = t0 + W < nrows ? t0 + W : nrows;
+        int b = (int)(w & 1);
+        MPI_Request *rrq = r->req, *srq = r->req + per * (size_t)(1 + b);
+        unsigned char *slab = r->slab + per * (size_t)b * r->cell;
+        /* this window's buffers are free once the sends of two windows ago are out */
+        mrc = nsend[b] ? crpm_mpi_idle_wait(nsend[b], srq) : MPI_SUCCESS;
+        if (mrc != MPI_SUCCESS)
+            rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Waitall");
+        nsend[b] = 0;
+        for (int i = 0; i < r->ntask; i++) {
+            int c = r->task[i].c, q = r->task[i].q, pos = r->src[c].pos;
+            for (uint64_t t = t0; t < t1; t++) {
+                size_t ci = (size_t)i * W + (size_t)(t - t0);
+                uint64_t need = r->src[c].need[(size_t)q * nrows + t];
+                rrq[ci] = MPI_REQUEST_NULL;
+                if (!need || pos == 0)
+                    continue;
+                mrc = MPI_Irecv(slab + ci * r->cell, (int)need, MPI_BYTE, rb_rank(s, c, r->dec[c].src[pos - 1]),
+                                TAG_L3 + c, r->comm, &rrq[ci]);
+                if (mrc != MPI_SUCCESS) {
+                    rrq[ci] = MPI_REQUEST_NULL;
+                    rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Irecv");
+                }
+            }
+        }
+        for (int i = 0; i < r->ntask; i++) {
+            int c = r->task[i].c, q = r->task[i].q, pos = r->src[c].pos;
+            const rb_src *x = &r->src[c];
+            int to = pos < k - 1 ? rb_rank(s, c, r->dec[c].src[pos + 1])
+                                 : s->grp[crpm_l3_data_member(&s->lay, c, r->dec[c].lost[q])];
+            for (uint64_t t = t0; t < t1; t++) {
+                size_t ci = (size_t)i * W + (size_t)(t - t0);
+                unsigned char *sum = slab + ci * r->cell;
+                uint64_t need = x->need[(size_t)q * nrows + t], got = 0, n;
+                if (!need)
+                    continue;
+                if (pos > 0 && (mrc = rb_wait1(&rrq[ci], &got)) != MPI_SUCCESS)
+                    rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Wait");
+                const void *mine = rb_bytes(r, x, t, need, &n);
+                if (n > got && pos > 0) /* the sum so far is zero there */
+                    memset(sum + got, 0, n - got);
+                if (n)
+                    crpm_l3_decode_part(&r->dec[c], q, pos, n, mine, sum, pos == 0);
+                got = n > got ? n : got;
+                mrc = MPI_Isend(sum, (int)got, MPI_BYTE, to, TAG_L3 + c, r->comm, &srq[nsend[b]++]);
+                if (mrc != MPI_SUCCESS) {
+                    nsend[b]--;
+                    rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Isend");
+                }
+                *r->sent += got;
+            }
+        }
+    }
+    for (int b = 0; b < 2; b++) {
+        mrc = nsend[b] ? crpm_mpi_idle_wait(nsend[b], r->req + per * (size_t)(1 + b)) : MPI_SUCCESS;
+        if (mrc != MPI_SUCCESS)
+            rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Waitall");
+    }
+    return rc;
+}
+
+/* Lost rank: posts the receives of row t, straight into its image. */
 static int rb_post(rb *r, int phase, uint64_t t)
 {
     l3_state *s = r->s;
     int k = s->k, rc = CRPM_SUCCESS;
-    size_t slot = (size_t)(t % r->W);
+    MPI_Request *rq = r->req + (size_t)(t % LOST_ROWS) * (size_t)k;
     for (int j = 0; j < k; j++) {
         int c = crpm_l3_codeword_of(&s->lay, s->g, j);
         unsigned char *dst;
         uint64_t want = rb_want(r, phase, t * (uint64_t)k + (uint64_t)j, &dst);
-        for (int q = 0; q < k; q++) {
-            size_t cell = (slot * (size_t)k + (size_t)j) * (size_t)k + (size_t)q;
-            MPI_Request *rq = &r->req[cell];
-            *rq = MPI_REQUEST_NULL;
+        rq[j] = MPI_REQUEST_NULL;
+        if (!want)
+            continue;
+        int mrc = MPI_Irecv(dst, (int)want, MPI_BYTE, rb_rank(s, c, r->dec[c].src[k - 1]), TAG_L3 + c, r->comm,
+                            &rq[j]);
+        if (mrc != MPI_SUCCESS) {
+            rq[j] = MPI_REQUEST_NULL;
+            rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Irecv");
+        }
+    }
+    return rc;
+}
+
+/* Lost rank: its units of a phase of nrows rows, as the chains finish them. */
+static int rb_collect(rb *r, int phase, uint64_t nrows, int rc)
+{
+    int k = r->s->k;
+    for (uint64_t t = 0; t < nrows && t < LOST_ROWS; t++) {
+        int lrc = rb_post(r, phase, t);
+        rc = rc ? rc : lrc;
+    }
+    for (uint64_t t = 0; t < nrows; t++) {
+        MPI_Request *rq = r->req + (size_t)(t % LOST_ROWS) * (size_t)k;
+        for (int j = 0; j < k; j++) {
+            unsigned char *dst;
+            uint64_t want = rb_want(r, phase, t * (uint64_t)k + (uint64_t)j, &dst), got = 0;
             if (!want)
                 continue;
-            int mrc = MPI_Irecv(r->slab + cell * r->cell, (int)want, MPI_BYTE, rb_rank(s, c, r->dec[c].src[q]),
-                                TAG_L3 + c, r->comm, rq);
-            if (mrc != MPI_SUCCESS) {
-                *rq = MPI_REQUEST_NULL;
-                rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Irecv");
-            }
+            int mrc = rb_wait1(&rq[j], &got);
+            if (mrc != MPI_SUCCESS)
+                rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Wait");
+            /* no source defined bytes there: the code has zeros */
+            if (got < want)
+                memset(dst + got, 0, want - got);
+        }
+        if (t + LOST_ROWS < nrows) {
+            int lrc = rb_post(r, phase, t + LOST_ROWS);
+            rc = rc ? rc : lrc;
         }
     }
     return rc;
@@ -1052,7 +1169,6 @@ static int rb_phase(rb *r, int phase, uint64_t nrows, int rc)
     l3_state *s = r->s;
     MPI_Comm comm = r->comm;
     int K = s->lay.K, k = s->k, nreq = 0, mrc;
-    uint64_t seg = r->seg;
     if (nrows > r->maxrows) /* agreed from the bound: cannot happen */
         return rc ? rc : crpm_error(CRPM_ERR_STATE, "level 3: %llu rows to rebuild, at most %llu expected",
                                    (unsigned long long)nrows, (unsigned long long)r->maxrows);
@@ -1098,91 +1214,7 @@ static int rb_phase(rb *r, int phase, uint64_t nrows, int rc)
     mrc = nreq ? MPI_Waitall(nreq, r->req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
     if (mrc != MPI_SUCCESS)
         rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Waitall");
-
-    /* sources: every row a lost unit needs, in order, straight from the data */
-    for (uint64_t t0 = 0; !r->lost_me && t0 < nrows; t0 += SEND_ROWS) {
-        uint64_t t1 = t0 + SEND_ROWS < nrows ? t0 + SEND_ROWS : nrows;
-        nreq = 0;
-        for (int c = 0; c < K; c++) {
-            const rb_src *x = &r->src[c];
-            for (int q = 0; x->unit >= 0 && q < r->dec[c].nlost; q++) {
-                int to = s->grp[crpm_l3_data_member(&s->lay, c, r->dec[c].lost[q])];
-                for (uint64_t t = t0; t < t1; t++) {
-                    uint64_t need = x->need[(size_t)q * nrows + t], n = 0;
-                    const void *p = &r->seg;
-                    if (!need)
-                        continue;
-                    if (x->unit < k) {
-                        uint32_t ph;
-                        const char *d = unit_bytes(s->own, &r->im, t * (uint64_t)k + (uint64_t)x->j, &n, &ph);
-                        p = d ? (const void *)d : p;
-                        n = d ? n : 0;
-                    } else {
-                        uint64_t off = t * seg;
-                        n = s->plen > off ? s->plen - off : 0;
-                        p = n ? (const void *)(s->par[x->unit - k] + off) : p;
-                    }
-                    n = n < need ? n : need;
-                    n = n < seg ? n : seg;
-                    mrc = MPI_Isend(p, (int)n, MPI_BYTE, to, TAG_L3 + c, comm, &r->req[nreq++]);
-                    if (mrc != MPI_SUCCESS) {
-                        nreq--;
-                        rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Isend");
-                    }
-                    *r->sent += n;
-                }
-            }
-        }
-        mrc = nreq ? crpm_mpi_idle_wait(nreq, r->req) : MPI_SUCCESS;
-        if (mrc != MPI_SUCCESS)
-            rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Waitall");
-    }
-
-    /* lost rank: a window of rows posted; each row decoded once it is in */
-    for (uint64_t t = 0; r->lost_me && t < nrows && t < r->W; t++) {
-        int lrc = rb_post(r, phase, t);
-        rc = rc ? rc : lrc;
-    }
-    for (uint64_t t = 0; r->lost_me && t < nrows; t++) {
-        size_t slot = (size_t)(t % r->W);
-        for (int j = 0; j < k; j++) {
-            int c = crpm_l3_codeword_of(&s->lay, s->g, j), di = crpm_l3_data_index(&s->lay, c, s->g), slt = 0;
-            const crpm_l3_decoder *d = &r->dec[c];
-            unsigned char *dst, *in[255];
-            MPI_Status stt[255];
-            uint64_t want = rb_want(r, phase, t * (uint64_t)k + (uint64_t)j, &dst);
-            if (!want)
-                continue;
-            size_t cell0 = (slot * (size_t)k + (size_t)j) * (size_t)k;
-            mrc = MPI_Waitall(k, &r->req[cell0], stt);
-            if (mrc != MPI_SUCCESS) {
-                rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Waitall");
-                continue;
-            }
-            for (int q = 0; q < k; q++) {
-                int n = 0;
-                in[q] = r->slab + (cell0 + (size_t)q) * r->cell;
-                MPI_Get_count(&stt[q], MPI_BYTE, &n);
-                /* a unit defining fewer bytes: the code has zeros there */
-                if ((uint64_t)n < want)
-                    memset(in[q] + n, 0, want - (uint64_t)n);
-            }
-            while (slt < d->nlost && d->lost[slt] != di)
-                slt++;
-            if (rc == 0 && slt < d->nlost) {
-                crpm_l3_decoder one = *d; /* our row of the decode tables alone */
-                one.nlost = 1;
-                one.lost[0] = di;
-                one.tbls = d->tbls + (size_t)slt * (size_t)k * 32;
-                crpm_l3_decode(&one, want, in, &dst);
-            }
-        }
-        if (t + r->W < nrows) {
-            int lrc = rb_post(r, phase, t + r->W);
-            rc = rc ? rc : lrc;
-        }
-    }
-    return rc;
+    return r->lost_me ? rb_collect(r, phase, nrows, rc) : rb_chain(r, nrows, rc);
 }
 
 /* Lost rank: the region table from the meta area (all meta_len bytes in
@@ -1273,20 +1305,14 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
     memset(img, 0, sizeof *img);
     *seconds = 0;
     rb r = {.s = s, .comm = lv->env->comm, .lost_me = lost[me] != 0, .seg = s->unit, .sent = sent};
-    r.W = WINDOW_BYTES / (r.seg * (uint64_t)k * (uint64_t)k);
-    r.W = r.W ? r.W : 1;
     r.p0 = PREFIX < r.seg ? PREFIX : r.seg;
-    size_t nreq = (size_t)r.W * (size_t)(k * k);
-    if (nreq < (size_t)SEND_ROWS * (size_t)(K * M))
-        nreq = (size_t)SEND_ROWS * (size_t)(K * M);
     int rc = CRPM_SUCCESS;
     if (!r.lost_me)
         rc = s->own ? image_of(s->own, s->unit, &r.im) : crpm_error(CRPM_ERR_STATE, "level 3: no container attached");
     r.dec = calloc((size_t)K, sizeof *r.dec);
     r.src = calloc((size_t)K, sizeof *r.src);
-    r.req = malloc(sizeof *r.req * nreq);
     r.pre = malloc(PREFIX);
-    if (rc == 0 && (!r.dec || !r.src || !r.req || !r.pre))
+    if (rc == 0 && (!r.dec || !r.src || !r.pre))
         rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
     for (int c = 0; r.src && c < K; c++)
         r.src[c].unit = -1;
@@ -1311,18 +1337,38 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
             continue;
         if (di >= 0)
             unit = di;
-        else if (pr >= 0 && s->par_epoch)
+        else if (pr >= 0)
             unit = k + pr;
         for (int q = 0; unit >= 0 && q < k; q++)
-            if (r.dec[c].src[q] == unit)
+            if (r.dec[c].src[q] == unit) {
                 r.src[c].unit = unit;
+                r.src[c].pos = q;
+                r.ntask += r.dec[c].nlost;
+            }
+        if (r.src[c].unit >= k && !s->par_epoch) /* usable says otherwise: the chain needs it */
+            rc = crpm_error(CRPM_ERR_STATE, "level 3: parity of codeword %d is missing on rank %d", c, me);
         while (di >= 0 && crpm_l3_codeword_of(&s->lay, s->g, r.src[c].j) != c)
             r.src[c].j++;
         if (r.src[c].unit >= 0 && !(r.src[c].need = malloc(sizeof(uint64_t) * (size_t)r.dec[c].nlost)))
             rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
     }
-    if (rc == 0)
-        rc = rb_prepare(&r, PH_PREFIX);
+    /* survivor: its chains in the order every rank works through them */
+    if (rc == 0 && r.ntask && !(r.task = malloc(sizeof *r.task * (size_t)r.ntask)))
+        rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
+    for (int p = 0, n = 0; rc == 0 && p < k; p++)
+        for (int c = 0; c < K; c++)
+            for (int q = 0; r.src[c].unit >= 0 && r.src[c].pos == p && q < r.dec[c].nlost; q++)
+                r.task[n++] = (rb_task){c, q};
+    r.cell = (size_t)((r.seg + RB_ALIGN - 1) / RB_ALIGN * RB_ALIGN);
+    r.W = r.ntask ? WINDOW_BYTES / (2 * r.cell * (size_t)r.ntask) : 1;
+    r.W = r.W ? r.W : 1;
+    size_t nreq = r.lost_me ? (size_t)LOST_ROWS * (size_t)k : 3 * (size_t)r.W * (size_t)r.ntask;
+    nreq = nreq > (size_t)(k * k) ? nreq : (size_t)(k * k);
+    if (rc == 0 && !(r.req = malloc(sizeof *r.req * nreq)))
+        rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
+    if (rc == 0 && r.ntask && !(r.slab = malloc(2 * (size_t)r.W * (size_t)r.ntask * r.cell)))
+        rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory for %zu bytes of rebuild buffers",
+                        2 * (size_t)r.W * (size_t)r.ntask * r.cell);
     /* the most image segments any image has (the parity covers them all) */
     int64_t v[4] = {0, (int64_t)r.im.nunits, 0, 0};
     if (s->par_epoch && (int64_t)(s->plen / s->unit * (uint64_t)k) > v[1])
@@ -1347,8 +1393,6 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
         }
         if (rc == 0 && r.lost_me && !(r.myneed = malloc(sizeof *r.myneed * (size_t)k * (size_t)r.maxrows)))
             rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
-        if (rc == 0)
-            rc = rb_prepare(&r, more ? PH_META : PH_DATA);
         /* rows of the meta phase, rows of the data phase (known unless more) */
         v[1] = more ? (int64_t)rows_of(r.meta_segs, k) : 0;
         v[2] = r.lost_me && !more ? (int64_t)rows_of(r.nsegs, k) : 0;
@@ -1358,8 +1402,6 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
         rc = rb_phase(&r, PH_META, (uint64_t)v[1], rc);
         if (rc == 0 && more)
             rc = rb_table(&r, me);
-        if (rc == 0 && more)
-            rc = rb_prepare(&r, PH_DATA);
         v[2] = r.lost_me ? (int64_t)rows_of(r.nsegs, k) : 0;
         rc = rb_agree(r.comm, rc, v, 3);
     }
@@ -1392,6 +1434,7 @@ int crpm_level_l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *us
     free(r.buf);
     free(r.myneed);
     free(r.slab);
+    free(r.task);
     free(r.dec);
     free(r.src);
     free(r.req);
