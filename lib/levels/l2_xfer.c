@@ -155,7 +155,7 @@ void crpm_sendq_ranges(crpm_sendq *q, MPI_Comm comm, int peer, int tag, const ch
 }
 int crpm_sendq_wait(crpm_sendq *q, const char *what)
 {
-    int mrc = q->nreq ? crpm_mpi_idle_wait(q->nreq, q->req) : MPI_SUCCESS;
+    int mrc = q->nreq ? crpm_mpi_idle_wait(q->nreq, q->req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
     int rc = q->err ? q->err : mrc != MPI_SUCCESS ? crpm_mpi_fail(mrc, what) : CRPM_SUCCESS;
     for (int i = 0; i < q->nbufs; i++)
         free(q->bufs[i]);

@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include "clock.h"
 #include "fsutil.h"
 #include "l3_code.h"
@@ -1009,12 +1008,9 @@ static int rb_rank(const l3_state *s, int c, int u)
  * (0 after an error).  Returns MPI's code. */
 static int rb_wait1(MPI_Request *rq, uint64_t *n)
 {
-    const struct timespec nap = {0, 20000};
     MPI_Status st;
-    int done = 0, cnt = 0, mrc;
+    int cnt = 0, mrc = crpm_mpi_idle_wait(1, rq, &st);
     *n = 0;
-    while ((mrc = MPI_Test(rq, &done, &st)) == MPI_SUCCESS && !done)
-        nanosleep(&nap, NULL);
     if (mrc == MPI_SUCCESS && MPI_Get_count(&st, MPI_BYTE, &cnt) == MPI_SUCCESS && cnt > 0)
         *n = (uint64_t)cnt;
     return mrc;
@@ -1053,7 +1049,7 @@ static int rb_chain(rb *r, uint64_t nrows, int rc)
         MPI_Request *rrq = r->req, *srq = r->req + per * (size_t)(1 + b);
         unsigned char *slab = r->slab + per * (size_t)b * r->cell;
         /* this window's buffers are free once the sends of two windows ago are out */
-        mrc = nsend[b] ? crpm_mpi_idle_wait(nsend[b], srq) : MPI_SUCCESS;
+        mrc = nsend[b] ? crpm_mpi_idle_wait(nsend[b], srq, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
         if (mrc != MPI_SUCCESS)
             rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Waitall");
         nsend[b] = 0;
@@ -1102,7 +1098,7 @@ static int rb_chain(rb *r, uint64_t nrows, int rc)
         }
     }
     for (int b = 0; b < 2; b++) {
-        mrc = nsend[b] ? crpm_mpi_idle_wait(nsend[b], r->req + per * (size_t)(1 + b)) : MPI_SUCCESS;
+        mrc = nsend[b] ? crpm_mpi_idle_wait(nsend[b], r->req + per * (size_t)(1 + b), MPI_STATUSES_IGNORE) : MPI_SUCCESS;
         if (mrc != MPI_SUCCESS)
             rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Waitall");
     }

@@ -2,13 +2,13 @@
 #include <time.h>
 #include "mpi_wait.h"
 
-int crpm_mpi_idle_wait(int n, MPI_Request *rq)
+int crpm_mpi_idle_wait(int n, MPI_Request *rq, MPI_Status *st)
 {
     /* 20 us: far below a rebuild's or a transfer's time, long enough for
      * the scheduler to run a working rank on the core */
     const struct timespec nap = {0, 20000};
     for (;;) {
-        int done = 0, mrc = MPI_Testall(n, rq, &done, MPI_STATUSES_IGNORE);
+        int done = 0, mrc = MPI_Testall(n, rq, &done, st);
         if (mrc != MPI_SUCCESS || done)
             return mrc;
         nanosleep(&nap, NULL);
@@ -19,5 +19,5 @@ int crpm_mpi_idle_barrier(MPI_Comm comm)
 {
     MPI_Request r;
     int mrc = MPI_Ibarrier(comm, &r);
-    return mrc == MPI_SUCCESS ? crpm_mpi_idle_wait(1, &r) : mrc;
+    return mrc == MPI_SUCCESS ? crpm_mpi_idle_wait(1, &r, MPI_STATUSES_IGNORE) : mrc;
 }

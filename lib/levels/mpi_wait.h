@@ -7,8 +7,9 @@
 #define CRPM_LEVELS_MPI_WAIT_H
 #include <mpi.h>
 
-/* MPI_Waitall, sleeping briefly between tests: returns MPI's code. */
-int crpm_mpi_idle_wait(int n, MPI_Request *rq);
+/* MPI_Waitall, sleeping briefly between tests: returns MPI's code.  st:
+ * n statuses, or MPI_STATUSES_IGNORE. */
+int crpm_mpi_idle_wait(int n, MPI_Request *rq, MPI_Status *st);
 
 /* A barrier over comm waited for that way: returns MPI's code. */
 int crpm_mpi_idle_barrier(MPI_Comm comm);
