@@ -8,17 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "mpi_app.h"
 
 #define NX 256
 #define ROWS 48
-
-static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ULL;
-    return h;
-}
 
 int main(int argc, char **argv)
 {
@@ -73,12 +66,12 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
     }
-    uint64_t mine = fnv1a(&g[NX], ROWS * NX * sizeof *g, 0xcbf29ce484222325ULL), *all = NULL;
+    uint64_t mine = app_fnv1a(APP_FNV_SEED, &g[NX], ROWS * NX * sizeof *g), *all = NULL;
     if (rank == 0)
         all = malloc(sizeof *all * (size_t)nprocs);
     MPI_Gather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, FTI_COMM_WORLD);
     if (rank == 0) {
-        printf("checksum %016llx\n", (unsigned long long)fnv1a(all, sizeof *all * (size_t)nprocs, 1));
+        printf("checksum %016llx\n", (unsigned long long)app_fnv1a(1, all, sizeof *all * (size_t)nprocs));
         free(all);
     }
     FTI_Finalize();

@@ -24,6 +24,7 @@
 #include <mpi.h>
 
 #include "crpm.h"
+#include "mpi_app.h"
 
 static int rank, nranks;
 
@@ -52,14 +53,6 @@ static long arg(int argc, char **argv, int *i)
     }
     ++*i;
     return v;
-}
-
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ULL;
-    return h;
 }
 
 int main(int argc, char **argv)
@@ -111,17 +104,7 @@ int main(int argc, char **argv)
     check(crpm_protect(1, a, n, CRPM_DOUBLE), "crpm_protect", 0);
     int st = crpm_status();
     check(st, "crpm_status", 0);
-    int lo, hi;
-    MPI_Allreduce(&st, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(&st, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (rank == 0) {
-        if (lo != hi)
-            printf("l2_app: status differs across ranks: %d..%d\n", lo, hi);
-        else
-            printf("l2_app: status %d\n", st);
-        fflush(stdout);
-    }
-    if (lo != hi) {
+    if (!app_status_agreed("l2_app", st)) {
         MPI_Finalize();
         return 1;
     }
@@ -151,7 +134,7 @@ int main(int argc, char **argv)
         }
     }
 
-    uint64_t h = fnv1a(0xcbf29ce484222325ULL, a, (size_t)n * sizeof *a), all = 0xcbf29ce484222325ULL;
+    uint64_t h = app_fnv1a(APP_FNV_SEED, a, (size_t)n * sizeof *a), all = APP_FNV_SEED;
     uint64_t *hs = rank == 0 ? malloc((size_t)nranks * sizeof *hs) : NULL;
     MPI_Gather(&h, 1, MPI_UINT64_T, hs, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     crpm_stats_t last, tot;
@@ -165,7 +148,7 @@ int main(int argc, char **argv)
     MPI_Reduce(&sent, &sent_all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         for (int r = 0; r < nranks; r++)
-            all = fnv1a(all, &hs[r], sizeof hs[r]);
+            all = app_fnv1a(all, &hs[r], sizeof hs[r]);
         printf("l2_app: sent total %llu; last checkpoint: sent max %llu min %llu, written max %llu, "
                "protected %llu per rank; %llu checkpoints\n",
                sent_all, mx[0], ~mx[1], mx[2], mx[3], (unsigned long long)tot.checkpoints);

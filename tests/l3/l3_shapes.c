@@ -28,6 +28,7 @@
 #include <mpi.h>
 
 #include "crpm.h"
+#include "mpi_app.h"
 
 static int rank;
 
@@ -54,14 +55,6 @@ static void fill(unsigned char *p, size_t n, int id, int iter)
     uint64_t base = mix(((uint64_t)rank << 40) ^ ((uint64_t)id << 20) ^ (uint64_t)iter);
     for (size_t j = 0; j < n; j++)
         p[j] = (unsigned char)(mix(base + j) >> 17);
-}
-
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ULL;
-    return h;
 }
 
 int main(int argc, char **argv)
@@ -113,18 +106,9 @@ int main(int argc, char **argv)
         check(crpm_protect(1 + a, arr[a], (int64_t)len[a], CRPM_BYTE), "crpm_protect");
     if (len[n])
         check(crpm_protect(1 + n, arr[n], (int64_t)(len[n] / sizeof(double)), CRPM_DOUBLE), "crpm_protect");
-    int st = crpm_status(), lo, hi;
+    int st = crpm_status();
     check(st, "crpm_status");
-    MPI_Allreduce(&st, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(&st, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (rank == 0) {
-        if (lo != hi)
-            printf("l3_shapes: status differs across ranks: %d..%d\n", lo, hi);
-        else
-            printf("l3_shapes: status %d\n", st);
-        fflush(stdout);
-    }
-    if (lo != hi) {
+    if (!app_status_agreed("l3_shapes", st)) {
         MPI_Finalize();
         return 1;
     }
@@ -171,16 +155,16 @@ int main(int argc, char **argv)
         if (iter % every == 0)
             check(crpm_checkpoint(iter, CRPM_L3), "crpm_checkpoint");
     }
-    uint64_t h = 0xcbf29ce484222325ULL, all = h;
+    uint64_t h = APP_FNV_SEED, all = h;
     for (int a = 0; a <= n; a++)
-        h = fnv1a(h, arr[a], len[a]);
+        h = app_fnv1a(h, arr[a], len[a]);
     int nranks;
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     uint64_t *hs = rank == 0 ? malloc(sizeof *hs * (size_t)nranks) : NULL;
     MPI_Gather(&h, 1, MPI_UINT64_T, hs, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         for (int r = 0; r < nranks; r++)
-            all = fnv1a(all, &hs[r], sizeof hs[r]);
+            all = app_fnv1a(all, &hs[r], sizeof hs[r]);
         printf("result %016" PRIx64 " iterations %d\n", all, iter);
         fflush(stdout);
     }
