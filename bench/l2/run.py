@@ -26,6 +26,12 @@ and reopening), and the extra start-up time against a relaunch that lost
 nothing (noisy: whole-job start-up on a shared machine).  The sync of the
 partner copies the lost node held comes after and is reported apart.
 
+The floor: bench/l2/transfer_floor moves each application's bytes sent per
+level-2 checkpoint (per rank) between the same partners with MPI alone,
+between mapped files in the checkpoint directory, all ranks starting
+together.  (L1 + that time) / L1 is the least L2 / L1 any level 2 that
+sends those bytes could reach here, printed beside L2 / L1.
+
 Targets (issue #14): L2 adds <= 50% to L1's checkpoint time; L2 sends <= 15%
 of the full copy's bytes on LULESH; the rebuild runs >= 1 GB/s per lost rank.
 Results: <out>/l2.json (every raw run, the summary, the machine) and l2.md.
@@ -37,7 +43,9 @@ import json
 import os
 import re
 import shutil
+import shlex
 import statistics
+import subprocess
 import sys
 import time
 
@@ -181,6 +189,26 @@ class L2Bench(A.Bench):
         return out
 
 
+FLOOR_RE = re.compile(r"^transfer_floor: \d+ bytes per rank, \d+ reps: median ([\d.]+) s, best ([\d.]+) s")
+
+
+def transfer_floor(a, env, per_rank_bytes, reps):
+    """Median and best seconds of transfer_floor for per_rank_bytes (None, None
+    when there is nothing to send); raises when the tool fails."""
+    if not per_rank_bytes:
+        return None, None
+    exe = os.path.join(a.build_dir, "bench", "l2", "transfer_floor")
+    cmd = ([a.mpirun] + shlex.split(a.mpi_flags) + ["-np", str(NP), exe, "--bytes", str(int(per_rank_bytes)),
+                                                   "--node-size", str(NODE_SIZE), "--dir", a.ckpt_root,
+                                                   "--reps", str(reps)])
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+                       timeout=a.timeout)
+    m = next(filter(None, map(FLOOR_RE.search, p.stdout.splitlines())), None)
+    if p.returncode != 0 or not m:
+        raise RuntimeError(f"transfer_floor failed ({p.returncode}):\n{p.stdout[-2000:]}")
+    return float(m.group(1)), float(m.group(2))
+
+
 def median(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
@@ -193,9 +221,9 @@ def recover_gbps(rec):
     return rec["bytes_per_rank"] / rec["seconds"] / 1e9
 
 
-def summarize(app, runs, rebuilds):
+def summarize(app, runs, rebuilds, floor=(None, None)):
     by = {v: [r for r in runs if r["variant"] == v] for v in VARIANTS}
-    row = {"app": app}
+    row = {"app": app, "floor_transfer_s": floor[0], "floor_transfer_best_s": floor[1]}
     for v in VARIANTS:
         rs = by[v]
         if not rs:
@@ -212,6 +240,9 @@ def summarize(app, runs, rebuilds):
         row[f"{v}_protected_B"] = cks[0][-1]["protected"]
         row[f"{v}_loop_s"] = median([r["loop_s"] for r in rs])
     row["l2_over_l1_time_steady"] = A.ratio(row.get("l2_ckpt_steady_s"), row.get("l1_ckpt_steady_s"))
+    fl = row.get("floor_transfer_s")
+    row["floor_over_l1_time_steady"] = (None if fl is None or row.get("l1_ckpt_steady_s") is None else
+                                        A.ratio(row["l1_ckpt_steady_s"] + fl, row["l1_ckpt_steady_s"]))
     row["l2_over_l1_time_total"] = A.ratio(row.get("l2_ckpt_total_s"), row.get("l1_ckpt_total_s"))
     row["l2full_over_l1_time_steady"] = A.ratio(row.get("l2full_ckpt_steady_s"), row.get("l1_ckpt_steady_s"))
     row["l2_over_full_bytes_steady"] = A.ratio(row.get("l2_sent_steady_B"), row.get("l2full_sent_steady_B"))
@@ -242,15 +273,16 @@ def mib(b):
 
 def table(rows):
     t = ["| app | protected (MiB, all ranks) | per checkpoint, 3rd on: L1 / L2 / L2 full (ms) | **L2 / L1** "
-         "| L2 full / L1 | sent per checkpoint: L2 / L2 full (MiB) | **L2 / full bytes** (3rd on / all) "
-         "| rebuild per lost rank (GB/s): transfer / end to end / from start-up time |",
-         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+         "| floor: (L1 + MPI alone) / L1 | L2 full / L1 | sent per checkpoint: L2 / L2 full (MiB) "
+         "| **L2 / full bytes** (3rd on / all) | rebuild per lost rank (GB/s): transfer / end to end / from start-up time |",
+         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
-        t.append("| {} | {} | {} / {} / {} | **{}** | {} | {} / {} | **{}** / {} | {} / {} / {} |".format(
+        t.append("| {} | {} | {} / {} / {} | **{}** | {} | {} | {} / {} | **{}** / {} | {} / {} / {} |".format(
             A.APP_NAME[r["app"]], fmt(mib(r.get("l1_protected_B")), "{:.1f}"),
             *(fmt(None if r.get(f"{v}_ckpt_steady_s") is None else 1e3 * r[f"{v}_ckpt_steady_s"], "{:.2f}")
               for v in VARIANTS),
-            fmt(r.get("l2_over_l1_time_steady")), fmt(r.get("l2full_over_l1_time_steady")),
+            fmt(r.get("l2_over_l1_time_steady")), fmt(r.get("floor_over_l1_time_steady")),
+            fmt(r.get("l2full_over_l1_time_steady")),
             fmt(mib(r.get("l2_sent_steady_B")), "{:.3f}"), fmt(mib(r.get("l2full_sent_steady_B")), "{:.3f}"),
             fmt(r.get("l2_over_full_bytes_steady"), "{:.1%}"), fmt(r.get("l2_over_full_bytes_total"), "{:.1%}"),
             fmt(r.get("rebuild_gbps_transfer")), fmt(r.get("rebuild_gbps_end_to_end")),
@@ -265,7 +297,7 @@ def targets(rows):
     for r in rows:
         x = r.get("l2_over_l1_time_steady")
         out.append({"app": r["app"], "target": "L2 checkpoint time <= 1.5 x L1", "value": x,
-                    "met": None if x is None else x <= 1.5})
+                    "met": None if x is None else x <= 1.5, "floor": r.get("floor_over_l1_time_steady")})
         x = r.get("l2_over_full_bytes_steady")
         if r["app"] == "lulesh":
             out.append({"app": r["app"], "target": "L2 bytes sent <= 15% of the full copy's", "value": x,
@@ -359,9 +391,15 @@ def main():
                                     f"node; its lines: {r['lost']['library_lines']}")
     finally:
         bench.cleanup()
+    floors = {}
+    for app in [x for x in params if runs[x]]:
+        sent = median([median([c["sent"] for c in r["checkpoints"][2:]]) for r in runs[app] if r["variant"] == "l2"])
+        floors[app] = transfer_floor(a, bench.env(), sent / NP if sent else None, 3 if a.quick else 20)
+        print(f"[floor] {app:6s}: MPI alone moving {fmt(mib(sent / NP if sent else None), '{:.2f}')} MiB per rank "
+              f"to the partner: {fmt(None if floors[app][0] is None else 1e3 * floors[app][0])} ms median", flush=True)
     machine["loadavg_end"] = os.getloadavg()
     machine["driver_seconds"] = round(time.time() - t_start, 1)
-    rows = [summarize(app, runs[app], rebuilds[app]) for app in params]
+    rows = [summarize(app, runs[app], rebuilds[app], floors.get(app, (None, None))) for app in params]
     tg = targets(rows)
     os.makedirs(a.out_dir, exist_ok=True)
     with open(os.path.join(a.out_dir, "l2.json"), "w") as f:
@@ -385,8 +423,10 @@ def main():
                              fmt(r.get("resync_s"), "{:.3f}")))
     lines.append("")
     for t in tg:
-        lines.append("- {}: {}: {} ({})".format(A.APP_NAME[t["app"]], t["target"], fmt(t["value"], "{:.3f}"),
-                                               {True: "met", False: "NOT met", None: "not measured"}[t["met"]]))
+        lines.append("- {}: {}: {} ({}){}".format(
+            A.APP_NAME[t["app"]], t["target"], fmt(t["value"], "{:.3f}"),
+            {True: "met", False: "NOT met", None: "not measured"}[t["met"]],
+            "" if t.get("floor") is None else "; MPI alone moving the same bytes: {:.3f}".format(t["floor"])))
     text = "\n".join(lines)
     with open(os.path.join(a.out_dir, "l2.md"), "w") as f:
         f.write(text + "\n")
