@@ -2,8 +2,18 @@
 #include <stdio.h>
 #include "agree.h"
 #include "error.h"
+#include "mpi_wait.h"
 
-int crpm_agree_ext(MPI_Comm comm, int rank, int rc, const char *what, int64_t *extra, int nextra)
+static int reduce_min(const int64_t *in, int64_t *out, int n, MPI_Comm comm, int idle)
+{
+    if (!idle)
+        return MPI_Allreduce(in, out, n, MPI_INT64_T, MPI_MIN, comm);
+    MPI_Request r;
+    int mrc = MPI_Iallreduce(in, out, n, MPI_INT64_T, MPI_MIN, comm, &r);
+    return mrc == MPI_SUCCESS ? crpm_mpi_idle_wait(1, &r, MPI_STATUSES_IGNORE) : mrc;
+}
+
+static int agree(MPI_Comm comm, int rank, int rc, const char *what, int64_t *extra, int nextra, int idle)
 {
     int64_t in[8], out[8];
     if (nextra > 6)
@@ -12,7 +22,7 @@ int crpm_agree_ext(MPI_Comm comm, int rank, int rc, const char *what, int64_t *e
     in[1] = rc < 0 ? rank : INT64_MAX;
     for (int i = 0; i < nextra; i++)
         in[2 + i] = extra[i];
-    int mrc = MPI_Allreduce(in, out, 2 + nextra, MPI_INT64_T, MPI_MIN, comm);
+    int mrc = reduce_min(in, out, 2 + nextra, comm, idle);
     if (mrc != MPI_SUCCESS)
         return crpm_mpi_fail(mrc, what);
     for (int i = 0; i < nextra; i++)
@@ -32,7 +42,17 @@ int crpm_agree_ext(MPI_Comm comm, int rank, int rc, const char *what, int64_t *e
     return crpm_error(CRPM_ERR_REMOTE, "%s failed on rank %d: %s", what, root, msg);
 }
 
+int crpm_agree_ext(MPI_Comm comm, int rank, int rc, const char *what, int64_t *extra, int nextra)
+{
+    return agree(comm, rank, rc, what, extra, nextra, 0);
+}
+
 int crpm_agree(MPI_Comm comm, int rank, int rc, const char *what)
 {
-    return crpm_agree_ext(comm, rank, rc, what, NULL, 0);
+    return agree(comm, rank, rc, what, NULL, 0, 0);
+}
+
+int crpm_agree_idle(MPI_Comm comm, int rank, int rc, const char *what)
+{
+    return agree(comm, rank, rc, what, NULL, 0, 1);
 }

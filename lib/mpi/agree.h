@@ -12,5 +12,8 @@
  * (pass x and -x to learn min and max); at most 6. */
 int crpm_agree_ext(MPI_Comm comm, int rank, int rc, const char *what, int64_t *extra, int nextra);
 int crpm_agree(MPI_Comm comm, int rank, int rc, const char *what);
+/* crpm_agree for the end of an unbalanced phase (a rebuild, a transfer):
+ * the ranks that arrive early wait without holding a core (mpi_wait.h). */
+int crpm_agree_idle(MPI_Comm comm, int rank, int rc, const char *what);
 
 #endif

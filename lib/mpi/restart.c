@@ -14,7 +14,6 @@
 #include "jobdir.h"
 #include "level4.h"
 #include "mpi_error.h"
-#include "mpi_wait.h"
 #include "restart.h"
 #include "clock.h"
 #include "testhook.h"
@@ -225,12 +224,9 @@ static int restore_l2(crpm_ctx *ctx, gathered *g)
     if (rc == 0 && xrc == 0 && g->restore[ctx->rank])
         xrc = crpm_jobdir_open(ctx, ctx->path, 0, &g->c);
     /* the ranks without a transfer wait for the others without polling */
-    int mrc = rc == 0 ? crpm_mpi_idle_barrier(ctx->comm) : MPI_SUCCESS;
-    if (mrc != MPI_SUCCESS)
-        xrc = xrc ? xrc : crpm_mpi_fail(mrc, "crpm_init: MPI_Ibarrier");
     if (rc == 0)
-        rc = crpm_agree(ctx->comm, ctx->rank, xrc,
-                        "crpm_init: restoring containers from their partner copies and opening them");
+        rc = crpm_agree_idle(ctx->comm, ctx->rank, xrc,
+                             "crpm_init: restoring containers from their partner copies and opening them");
     if (rc == 0 && ctx->cfg.verbosity >= 2) {
         double d[3] = {(double)sent, xfer, crpm_now() - t_all}, mx[3];
         if (MPI_Allreduce(d, mx, 3, MPI_DOUBLE, MPI_MAX, ctx->comm) == MPI_SUCCESS && ctx->rank == 0)
@@ -325,12 +321,8 @@ static int restore_l3(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
                         "crpm_init: rebuilding containers from level-3 parity");
     int wrc = rc == 0 && lost ? write_rebuilt(ctx, &img, v->epoch, &g->c) : CRPM_SUCCESS;
     /* the survivors wait for the lost ranks' writes without polling */
-    int mrc = rc == 0 ? crpm_mpi_idle_barrier(ctx->comm) : MPI_SUCCESS;
-    if (mrc != MPI_SUCCESS)
-        wrc = wrc ? wrc : crpm_mpi_fail(mrc, "crpm_init: MPI_Ibarrier");
     if (rc == 0)
-        rc = crpm_agree(ctx->comm, ctx->rank, wrc,
-                        "crpm_init: writing a container rebuilt from level-3 parity");
+        rc = crpm_agree_idle(ctx->comm, ctx->rank, wrc, "crpm_init: writing a container rebuilt from level-3 parity");
     if (rc == 0 && ctx->cfg.verbosity >= 2) {
         uint64_t bytes = 0;
         for (int i = 0; i < img.nregions; i++)
