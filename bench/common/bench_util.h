@@ -1,8 +1,10 @@
-/* Timing, a cheap random generator and medians shared by the C benchmarks. */
+/* Timing, a cheap random generator (and buffers filled from it) and medians
+ * shared by the C benchmarks. */
 #ifndef CRPM_BENCH_UTIL_H
 #define CRPM_BENCH_UTIL_H
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static inline double now(void)
@@ -19,6 +21,15 @@ static inline uint64_t rnd(void)
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return rng;
+}
+
+/* n bytes of rnd() output (incompressible, never all zero). */
+static inline void fill_random(void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t v = rnd();
+        memcpy((char *)p + i, &v, n - i < 8 ? n - i : 8);
+    }
 }
 
 static int cmp_d(const void *a, const void *b)

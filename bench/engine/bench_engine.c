@@ -338,7 +338,7 @@ static int bench_checksums(const char *dir, const char *out, size_t *sizes_mb, i
         unlink(poff);
         char *a = malloc(n);
         if (!a) { fprintf(stderr, "out of memory\n"); return 1; }
-        for (size_t i = 0; i < n; i += 8) *(uint64_t *)(a + i) = rnd();
+        fill_random(a, n);
         crpm_container *con = open_bench(pon, 0, a, n), *coff = open_bench(poff, 1, a, n);
         uint64_t id = 0;
         for (int w = 0; w < 4; w++) { /* steady state: both copies exist, CRC tables trusted */
@@ -540,7 +540,7 @@ int main(int argc, char **argv)
         unlink(path);
         char *a = malloc(n), *ref = malloc(n), *plain = malloc(n); /* plain: untracked twin for fault_s */
         if (!a || !ref || !plain) { fprintf(stderr, "out of memory\n"); return 1; }
-        for (size_t i = 0; i < n; i += 8) *(uint64_t *)(a + i) = rnd();
+        fill_random(a, n);
         memcpy(ref, a, n);
         memcpy(plain, a, n);
         crpm_open_opts o = {.path = path, .create = 1};

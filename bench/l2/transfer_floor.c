@@ -37,10 +37,7 @@ static char *map_file(const char *dir, const char *what, int rank, size_t n, cha
         perror("mmap");
         return NULL;
     }
-    for (size_t i = 0; i < n; i += 8) { /* every page there, and not zero */
-        uint64_t v = rnd();
-        memcpy(p + i, &v, n - i < 8 ? n - i : 8);
-    }
+    fill_random(p, n); /* every page there, and not zero */
     return p;
 }
 

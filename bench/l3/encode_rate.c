@@ -29,10 +29,7 @@ static unsigned char *alloc_unit(size_t n)
         fprintf(stderr, "encode_rate: out of memory (%zu bytes)\n", n);
         exit(1);
     }
-    for (size_t x = 0; x < n; x += 8) {
-        uint64_t v = rnd();
-        memcpy(p + x, &v, n - x < 8 ? n - x : 8);
-    }
+    fill_random(p, n);
     return p;
 }
 
