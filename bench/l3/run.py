@@ -23,7 +23,11 @@ node (an l3 run killed after its 3rd checkpoint, node 1 wiped, relaunched):
 the library's decode rate per lost rank ("decoded in": the reconstruction
 alone, slowest rank), at the application's size and, for the applications
 in LARGE (HPCCG: about 36 MiB per rank), at a size where fixed latencies no
-longer dominate the rate.  The ISA-L encode rate of this machine comes from
+longer dominate the rate.  Beside each rebuild, in the same repetition,
+bench/l3/rebuild_floor moves the bytes any decode of that size must move by
+MPI alone, without coding ("move": every source's bytes leave it once, the
+lost rank's image lands in fresh memory) and what copying a replica of it
+costs ("copy"): the floor of any level-3 rebuild on this machine.  The ISA-L encode rate of this machine comes from
 bench/l3/encode_rate (results/l3_encode.json).
 
 --rebuild-only skips the checkpoint runs and writes l3_rebuild.json and
@@ -41,7 +45,9 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import shutil
+import subprocess
 import sys
 import time
 
@@ -56,6 +62,8 @@ NP, NODE_SIZE, GROUP, PARITY = 8, 1, 4, 1
 VARIANTS = ("l1", "l3", "l3full", "l2")
 LEVEL = {"l1": 1, "l3": 3, "l3full": 3, "l2": 2}
 LOST_NODE = 1
+FLOOR_RE = re.compile(r"^rebuild_floor: \d+ bytes per lost rank, k \d+, \d+ reps: move median [\d.]+ s \(([\d.]+) "
+                      r"GB/s\), best [\d.]+ s; copy median [\d.]+ s \(([\d.]+) GB/s\)")
 REBUILD_RE = re.compile(r"^\[crpm\] restart: \d+ containers? rebuilt from level-3 parity.*?\(" + A.NUM
                         + r" MiB per lost rank: decoded in " + A.NUM + r" s, " + A.NUM + r" GB/s")
 # Rebuild sizes beside the application's own (per rank: nx x ny x nz rows).
@@ -112,6 +120,19 @@ class L3Bench(B.L2Bench):
             shutil.rmtree(ckdir, ignore_errors=True)
         return out
 
+    def floor_once(self, nbytes, reps=3):
+        """GB/s per lost rank of rebuild_floor for nbytes: (move, copy)."""
+        exe = os.path.join(self.a.build_dir, "bench", "l3", "rebuild_floor")
+        cmd = ([self.a.mpirun] + shlex.split(self.a.mpi_flags) + ["-np", str(NP), exe, "--bytes", str(int(nbytes)),
+                                                                 "--dir", self.a.ckpt_root, "--group", str(GROUP),
+                                                                 "--parity", str(PARITY), "--reps", str(reps)])
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env(), text=True,
+                           timeout=self.a.timeout)
+        m = next(filter(None, map(FLOOR_RE.search, p.stdout.splitlines())), None)
+        if p.returncode != 0 or not m:
+            raise RuntimeError(f"rebuild_floor failed ({p.returncode}):\n{p.stdout[-2000:]}")
+        return float(m.group(1)), float(m.group(2))
+
 
 def parity_storage(n_protected):
     """Extra storage per rank of each redundancy scheme, as a share of the data."""
@@ -126,6 +147,8 @@ def rebuild_summary(row, rebuilds):
             row[f"rebuild_{key}_gbps"] = B.median([r["rebuild_gbps_printed"] for r in rs])
             row[f"rebuild_{key}_decode_s"] = B.median([r["decode_s"] for r in rs])
             row[f"rebuild_{key}_mib"] = B.median([r["rebuilt_mib_per_rank"] for r in rs])
+            row[f"rebuild_{key}_floor_move_gbps"] = B.median([r.get("floor_move_gbps") for r in rs])
+            row[f"rebuild_{key}_floor_copy_gbps"] = B.median([r.get("floor_copy_gbps") for r in rs])
     row["rebuild_gbps_printed"] = row.get("rebuild_app_gbps")
     return row
 
@@ -155,15 +178,16 @@ def summarize(app, runs, rebuilds):
 def rebuild_cell(r, key):
     """'GB/s (MiB per lost rank)' of one rebuild set, '-' if not measured."""
     g = r.get(f"rebuild_{key}_gbps")
-    return "-" if g is None else "{} ({})".format(B.fmt(g), B.fmt(r.get(f"rebuild_{key}_mib"), "{:.1f}"))
+    return "-" if g is None else "{} ({}; floor {})".format(B.fmt(g), B.fmt(r.get(f"rebuild_{key}_mib"), "{:.1f}"),
+                                                             B.fmt(r.get(f"rebuild_{key}_floor_move_gbps")))
 
 
 def table(rows):
     f, mib = B.fmt, B.mib
     t = ["| app | protected (MiB) | per checkpoint (ms): L1 / L3 / L3 full re-encode / L2 | level-3 part (ms): "
          "L3 / full | **L3 part / full part** | L3 / full (whole checkpoint) | **L3 / L1** | "
-         "sent per checkpoint (MiB): L3 / full / L2 | rebuild, GB/s per lost rank (MiB per lost rank): "
-         "app size / large |",
+         "sent per checkpoint (MiB): L3 / full / L2 | rebuild, GB/s per lost rank (MiB per lost rank; "
+         "floor: MPI alone moving the same bytes): app size / large |",
          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
 
     def ms(key):
@@ -179,8 +203,9 @@ def table(rows):
 
 
 def rebuild_table(rows):
-    t = ["| app | rebuild, app size: GB/s per lost rank (MiB per lost rank; decoded in s) | large size | "
-         "baseline build, app size | baseline build, large size |", "| --- | ---: | ---: | ---: | ---: |"]
+    t = ["| app | rebuild, app size: GB/s per lost rank (MiB per lost rank; decoded in s) | floor, app size: "
+         "move / copy GB/s | large size | floor, large size | baseline build, app size | baseline build, large size |",
+         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         cells = []
         for key in ("app", "large", "baseline_app", "baseline_large"):
@@ -188,6 +213,9 @@ def rebuild_table(rows):
             cells.append("-" if g is None else "{} ({}; {})".format(
                 B.fmt(g), B.fmt(r.get(f"rebuild_{key}_mib"), "{:.1f}"), B.fmt(r.get(f"rebuild_{key}_decode_s"),
                                                                                "{:.3f}")))
+            if not key.startswith("baseline"):
+                cells.append("{} / {}".format(B.fmt(r.get(f"rebuild_{key}_floor_move_gbps")),
+                                             B.fmt(r.get(f"rebuild_{key}_floor_copy_gbps"))))
         t.append("| {} | {} |".format(A.APP_NAME[r["app"]], " | ".join(cells)))
     return "\n".join(t)
 
@@ -209,7 +237,9 @@ def targets(rows):
                 continue
             mb = r.get(f"rebuild_{key}_mib")
             out.append({"app": r["app"], "target": "reconstruction >= 1 GB/s per lost rank ({}, {} MiB per lost "
-                        "rank)".format(what, B.fmt(mb, "{:.1f}")), "value": x, "met": None if x is None else x >= 1.0})
+                        "rank)".format(what, B.fmt(mb, "{:.1f}")), "value": x, "met": None if x is None else x >= 1.0,
+                        "floor": r.get(f"rebuild_{key}_floor_move_gbps"),
+                        "copy_floor": r.get(f"rebuild_{key}_floor_copy_gbps")})
     return out
 
 
@@ -221,8 +251,11 @@ def write_results(a, stem, payload, table_text, desc):
         json.dump(payload, f, indent=1)
     lines = [table_text, "", desc, ""]
     for t in payload["targets"]:
-        lines.append("- {}: {}: {} ({})".format(A.APP_NAME[t["app"]], t["target"], B.fmt(t["value"], "{:.3f}"),
-                                               {True: "met", False: "NOT met", None: "not measured"}[t["met"]]))
+        lines.append("- {}: {}: {} ({}){}".format(
+            A.APP_NAME[t["app"]], t["target"], B.fmt(t["value"], "{:.3f}"),
+            {True: "met", False: "NOT met", None: "not measured"}[t["met"]],
+            "" if t.get("floor") is None else "; MPI alone moving the same bytes: {:.3f}, copying them once: {:.3f}"
+            .format(t["floor"], t["copy_floor"])))
     text = "\n".join(lines)
     with open(os.path.join(a.out_dir, f"{stem}.md"), "w") as f:
         f.write(text + "\n")
@@ -302,10 +335,15 @@ def main():
                         key = prefix + size
                         r = bench.rebuild_once(app, p, bdir)
                         r["params"] = p
+                        if not prefix and r.get("rebuilt_mib_per_rank"):
+                            r["floor_move_gbps"], r["floor_copy_gbps"] = bench.floor_once(
+                                r["rebuilt_mib_per_rank"] * 2**20, 1 if a.quick else 3)
                         rebuilds[app].setdefault(key, []).append(r)
                         print(f"[rebuild {rep + 1}/{rreps}] {app:6s} {key:14s}: {B.fmt(r['rebuild_gbps_printed'])} "
                               f"GB/s per lost rank, {B.fmt(r['rebuilt_mib_per_rank'], '{:.1f}')} MiB per lost rank, "
-                              f"decoded in {B.fmt(r['decode_s'], '{:.3f}')} s", flush=True)
+                              f"decoded in {B.fmt(r['decode_s'], '{:.3f}')} s; floor: move "
+                              f"{B.fmt(r.get('floor_move_gbps'))}, copy {B.fmt(r.get('floor_copy_gbps'))} GB/s",
+                              flush=True)
                         if r["rebuild_gbps_printed"] is None:
                             problems.append(f"{app}/{key}: no level-3 rebuild line; the library said: "
                                             f"{r['library_lines']}")
