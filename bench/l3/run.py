@@ -27,8 +27,9 @@ longer dominate the rate.  Beside each rebuild, in the same repetition,
 bench/l3/rebuild_floor moves the bytes any decode of that size must move by
 MPI alone, without coding ("move": every source's bytes leave it once, the
 lost rank's image lands in fresh memory) and what copying a replica of it
-costs ("copy"): the floor of any level-3 rebuild on this machine.  The ISA-L encode rate of this machine comes from
-bench/l3/encode_rate (results/l3_encode.json).
+costs ("copy"): the floor of any level-3 rebuild on this machine.  The ISA-L
+encode rate of this machine comes from bench/l3/encode_rate
+(results/l3_encode.json).
 
 --rebuild-only skips the checkpoint runs and writes l3_rebuild.json and
 l3_rebuild.md instead; --baseline-build DIR runs every rebuild with another

@@ -924,11 +924,11 @@ void crpm_l3_image_free(crpm_l3_image *img)
 #define TAG_L3_NEED 7700       /* + codeword: a lost rank's needs per row */
 #define PREFIX (16u << 10)
 #define RB_ALIGN 64u
-/* A source's buffers for the sums in flight (both windows).  Each buffer is
- * fresh memory, touched once per rebuild when windows outnumber rows: 2 MiB
- * (5 rows of 3 chains of 64 KiB) instead of 8 cut the survivors' first-touch
- * faults at the apps' sizes (HPCCG 4.5 MiB per rank: 14 -> 12 ms median of
- * 10) and cost nothing at 36 MiB (50 -> 48 ms). */
+/* A source's buffers for the sums in flight (both windows).  They are fresh
+ * memory, and a rebuild of fewer rows than they hold touches each cell once,
+ * so first-touch faults grow with them: 2 MiB (5 rows of 3 chains of 64 KiB)
+ * instead of 8 took the apps' sizes from 14 to 12 ms (HPCCG, 4.5 MiB per
+ * rank, median of 10) and cost nothing at 36 MiB (50 -> 48 ms). */
 #define WINDOW_BYTES (2ull << 20)
 #define LOST_ROWS 64u
 enum { PH_PREFIX, PH_META, PH_DATA };
