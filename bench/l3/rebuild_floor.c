@@ -61,30 +61,32 @@ static int write_file(const char *path, size_t n)
 /* Rank of source i (the sources are the group's ranks but the lost one). */
 static int src_rank(int i) { return i < LOST ? i : i + 1; }
 
-/* One repetition by source `me` (-1: not a source); returns this rank's
- * time, < 0 on an error. */
-static double one(const opts *o, int rank, int me, int move, const char *path, char *win, MPI_Request *rq)
+/* One repetition by source `me` (-1: not a source), source file fd;
+ * returns this rank's time, < 0 on an error (on every rank: the ranks agree
+ * on their buffers before any message, so none waits for one never sent).
+ * The image is allocated and the file mapped before the clock starts; their
+ * pages are first touched inside it, as in a rebuild. */
+static double one(const opts *o, int rank, int me, int move, int fd, char *win, MPI_Request *rq)
 {
     int k = o->group - o->parity, next = src_rank((me + 1) % k), prev = (me + k - 1) % k;
     size_t units = (o->bytes + o->unit - 1) / o->unit, wu = o->window / o->unit;
-    char *img = NULL, *data = NULL;
-    int fd = -1, mrc = MPI_SUCCESS;
-    MPI_Barrier(MPI_COMM_WORLD);
+    char *img = rank == LOST ? malloc(o->bytes) : NULL, *data = NULL;
+    if (me >= 0 && (data = mmap(NULL, o->bytes, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED)
+        data = NULL;
+    int ok = (rank != LOST || img) && (me < 0 || data), all = 0, mrc = MPI_SUCCESS;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     double t0 = now();
-    if (rank == LOST) {
-        img = malloc(o->bytes); /* fresh, as a rebuilt image */
-        if (!img)
-            return -1;
+    if (!all) {
+        mrc = MPI_ERR_OTHER;
+    } else if (rank == LOST) {
         size_t n = 0;
         for (size_t j = 0; j < units; j++) {
             size_t len = o->bytes - j * o->unit < o->unit ? o->bytes - j * o->unit : o->unit;
-            MPI_Irecv(img + j * o->unit, (int)len, MPI_BYTE, src_rank((int)(j % (size_t)k)), (int)j, MPI_COMM_WORLD, &rq[n++]);
+            MPI_Irecv(img + j * o->unit, (int)len, MPI_BYTE, src_rank((int)(j % (size_t)k)), (int)j, MPI_COMM_WORLD,
+                      &rq[n++]);
         }
         mrc = crpm_mpi_idle_wait((int)n, rq, MPI_STATUSES_IGNORE);
     } else if (me >= 0) {
-        if ((fd = open(path, O_RDONLY)) < 0 ||
-            (data = mmap(NULL, o->bytes, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED)
-            return -1;
         /* in windows of wu units: what goes to the lost rank, what goes to
          * the next source, and what comes from the previous one */
         for (size_t w0 = 0; w0 < units; w0 += wu) {
@@ -104,17 +106,13 @@ static double one(const opts *o, int rank, int me, int move, const char *path, c
             if ((mrc = crpm_mpi_idle_wait((int)n, rq, MPI_STATUSES_IGNORE)) != MPI_SUCCESS)
                 break;
         }
-    } else {
-        mrc = crpm_mpi_idle_barrier(MPI_COMM_WORLD);
     }
-    if (me >= 0 || rank == LOST)
+    if (all) /* everyone, the idle ranks from the start: they wait as the library's do */
         mrc = mrc != MPI_SUCCESS ? mrc : crpm_mpi_idle_barrier(MPI_COMM_WORLD);
     double t = now() - t0;
     free(img);
     if (data)
         munmap(data, o->bytes);
-    if (fd >= 0)
-        close(fd);
     return mrc == MPI_SUCCESS ? t : -1;
 }
 
@@ -164,18 +162,19 @@ int main(int argc, char **argv)
     char path[4096];
     snprintf(path, sizeof path, "%s/rebuild_floor.%d.%ld", o.dir, rank, (long)getpid());
     rng ^= (uint64_t)rank * 0x9e3779b97f4a7c15ull;
-    size_t units = (o.bytes + o.unit - 1) / o.unit, nrq = units > 2 * (o.window / o.unit) ? units : 2 * (o.window / o.unit);
+    size_t units = (o.bytes + o.unit - 1) / o.unit, wu = o.window / o.unit, nrq = units > 2 * wu ? units : 2 * wu;
     char *win = src ? malloc(o.window) : NULL;
     MPI_Request *rq = malloc(sizeof *rq * nrq);
     double *t[2] = {malloc(sizeof(double) * (size_t)o.reps), malloc(sizeof(double) * (size_t)o.reps)};
-    int ok = rq && t[0] && t[1] && (!src || (win && write_file(path, o.bytes) == 0)), all = 0;
+    int fd = src && win && write_file(path, o.bytes) == 0 ? open(path, O_RDONLY) : -1;
+    int ok = rq && t[0] && t[1] && (!src || fd >= 0), all = 0;
     if (!ok)
         perror("rebuild_floor");
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     /* a warm-up repetition of each: MPI's first transfer between two ranks sets them up */
     for (int r = -1; all && r < o.reps; r++)
         for (int move = 1; all && move >= 0; move--) {
-            double mine = one(&o, rank, me, move, path, win, rq), slowest = 0;
+            double mine = one(&o, rank, me, move, fd, win, rq), slowest = 0;
             if (mine < 0)
                 mine = 1e30;
             MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -190,6 +189,8 @@ int main(int argc, char **argv)
                "copy median %.6f s (%.2f GB/s), best %.6f s\n",
                o.bytes, k, o.reps, mm, (double)o.bytes / mm / 1e9, bm, mc, (double)o.bytes / mc / 1e9, bc);
     }
+    if (fd >= 0)
+        close(fd);
     if (src)
         unlink(path);
     free(win);
