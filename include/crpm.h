@@ -43,7 +43,7 @@ extern "C" {
  * CRPM_ERR_REMOTE (the call failed on another rank; crpm_last_error() then
  * quotes that rank's message), and never leaves a rank waiting. */
 
-/* Collective over comm.  Reads the INI config (see config/ and README),
+/* Collective over comm.  Reads the INI config (config/crpm.ini, docs/configuration.md),
  * opens or creates this rank's container under ckpt_dir/job_name/ and
  * decides, with every rank, whether a restart is possible.  The environment
  * variables CRPM_CKPT_DIR and CRPM_JOB_NAME override the file.

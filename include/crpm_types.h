@@ -106,7 +106,7 @@ typedef struct crpm_stats {
     uint64_t blocks_written;   /* blocks written to the container */
     uint64_t drains;           /* persistence fences */
     double   seconds;          /* wall time spent in checkpoints */
-    uint64_t bytes_sent;       /* bytes sent to other nodes (level-2 partner copies) */
+    uint64_t bytes_sent;       /* bytes sent to other nodes (level-2 partner copies, level-3 parity) */
 } crpm_stats_t;
 
 /* last: the most recent checkpoint; total: since init.  Either may be NULL.

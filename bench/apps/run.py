@@ -633,7 +633,7 @@ APP_NAME = {"hpccg": "HPCCG", "comd": "CoMD", "lulesh": "LULESH"}
 
 
 def table(rows):
-    """Two Markdown tables, one row per app, as pasted into the README."""
+    """Two Markdown tables, one row per app, as quoted in docs/performance.md."""
     get = {(r["app"], r["variant"]): r for r in rows}
     apps = [a for a in APPS if (a, "none") in get]
 

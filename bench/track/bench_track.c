@@ -1,4 +1,4 @@
-/* Page-write tracker benchmark (lib/track.c): what change tracking costs and
+/* Page-write tracker benchmark (lib/engine/track.c): what change tracking costs and
  * what it saves, on one array (default 1 GiB, 4 KiB pages):
  *   add         register + write-protect the whole array
  *   scan        crpm_tracker_scan after 0 / 0.1 / 1 / 10 / 100 % of the pages

@@ -34,7 +34,7 @@ typedef struct crpm_level_env {
 typedef struct crpm_level crpm_level;
 
 typedef struct crpm_level_ops {
-    const char *name;          /* for messages: "L1", "full", "L4" */
+    const char *name;          /* for messages: "L1", "full", "L2", "L3", "L4" */
     /* An array was (re)registered: levels that follow arrays between
      * checkpoints (the differential engine) learn it here.  May be NULL. */
     int (*protect)(crpm_level *lv, const crpm_array *a);

@@ -9,7 +9,7 @@
  *   /rank_<r>              one group per rank; attributes rank, nregions
  *   /rank_<r>/id_<id>      one dataset per protected array, 1-D, `count`
  *                          elements of the native HDF5 type of its type code;
- *                          chunked; attribute crc32 holds the checksum of its data;
+ *                          contiguous; attribute crc32 holds the checksum of its data;
  *                          attributes type_code (int32), elem_size (uint64)
  *
  * Types: C codes map to H5T_NATIVE_*, complex to a compound {r, i} (the

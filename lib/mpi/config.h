@@ -41,7 +41,7 @@ typedef struct crpm_config {
     int l3_full_encode;                 /* benchmarks: level 3 re-encodes everything each time (FTI, SCR style) */
 } crpm_config;
 
-/* method = full writes FTI-level-1-style full files (lib/full.c): the
+/* method = full writes FTI-level-1-style full files (lib/levels/full.c): the
  * baseline the differential engine is benchmarked against. */
 enum { CRPM_METHOD_DIFFERENTIAL = 0, CRPM_METHOD_FULL = 1 };
 

@@ -1,4 +1,4 @@
-/* Serial tests of the INI parser (lib/config.c): defaults, every key, size
+/* Serial tests of the INI parser (lib/mpi/config.c): defaults, every key, size
  * suffixes, comments, environment overrides, and the file:line messages. */
 #define _GNU_SOURCE
 #include <stdio.h>

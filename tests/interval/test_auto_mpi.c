@@ -4,7 +4,7 @@
  * test times, on every rank, the compute time between the end of one
  * snapshot checkpoint and the call that takes the next, and reads the
  * checkpoint costs (crpm_get_stats); from the slowest rank's costs it computes
- * with lib/interval.c the interval the library should be using, and checks:
+ * with lib/mpi/interval.c the interval the library should be using, and checks:
  *   - crpm_last_error() is empty after a successful init with glbl_dir;
  *   - every rank takes the same checkpoints (the decision is collective);
  *   - no checkpoint comes before the expected interval (less the time the

@@ -1,4 +1,4 @@
-/* Automatic checkpoint interval (lib/interval.c), without MPI:
+/* Automatic checkpoint interval (lib/mpi/interval.c), without MPI:
  *  - the formula against Young's sqrt(2CM) and against a numerical minimum of
  *    the expected run time of Daly's failure model;
  *  - a synthetic workload on a virtual clock (fixed-length iterations, noisy

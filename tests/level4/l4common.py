@@ -104,7 +104,7 @@ def h5_string_attr(h5dump, path, obj):
 
 
 def superblock(path):
-    """Fields of a container's superblock (lib/format.h, little-endian)."""
+    """Fields of a container's superblock (lib/format/format.h, little-endian)."""
     with open(path, "rb") as f:
         b = f.read(96)
     magic, ver, ssz, seg, blk, s0, s1, slot_size, data_off = struct.unpack_from("<8sIIQQQQQQ", b, 0)

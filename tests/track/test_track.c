@@ -1,4 +1,4 @@
-/* Page-write tracker (lib/track.c) tests.  One program, one subtest per
+/* Page-write tracker (lib/engine/track.c) tests.  One program, one subtest per
  * argument; every subtest exits 77 (CTest SKIP_RETURN_CODE) only when
  * crpm_tracker_open() says CRPM_ERR_NOTSUP.
  *
