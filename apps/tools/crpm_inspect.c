@@ -108,8 +108,10 @@ static int label_parity(const char *path, int holder, FILE *out)
             if (crpm_container_region(c, i, &a) == CRPM_SUCCESS)
                 fprintf(out, "%s%d", i ? ", " : "", (int)a.id);
         }
-        fprintf(out, "%s; job %s, rank %d of %d, epoch %llu)\n", nreg ? "" : "none", job, r, n,
-                (unsigned long long)crpm_container_epoch(c));
+        /* its own epochs count its commits; the job epoch it describes is
+         * what it stores as the checkpoint id */
+        fprintf(out, "%s; job %s, rank %d of %d): parity of the job's epoch %llu (the checkpoint id below), "
+                "not rank data\n", nreg ? "" : "none", job, r, n, (unsigned long long)crpm_container_user_id(c));
     }
     crpm_format_close(c);
     if (r != holder)

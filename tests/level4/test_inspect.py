@@ -127,8 +127,8 @@ def parity_containers(a, work, good):
     shutil.copy(good, pc)
 
     out = run([a.inspect, pc]).stdout
-    label = (r"kind:\s+level-3 parity container of rank 1 \(codewords: 0, 1, 2, 3, 4; job insp, rank 1 of 2, "
-             r"epoch 3\)\n")
+    label = (r"kind:\s+level-3 parity container of rank 1 \(codewords: 0, 1, 2, 3, 4; job insp, rank 1 of 2\): "
+             r"parity of the job's epoch 30 \(the checkpoint id below\), not rank data\n")
     check(re.search(label + r"container:\s+" + re.escape(pc), out), "parity container label:\n" + out)
     check(re.search(r"status:\s+OK", out), "parity container report:\n" + out)
     check("parity container" not in run([a.inspect, good]).stdout, "rank-1.crpm labelled as a parity container")
