@@ -216,6 +216,12 @@ static int load(input *x)
     if ((rc = crpm_container_snapshot(x->c)) != CRPM_SUCCESS)
         return rc;
     crpm_container_identity(x->c, x->job, sizeof x->job, &x->rank, &x->nranks);
+    crpm_layout lay;
+    if ((rc = crpm_container_layout(x->c, &lay)) < 0)
+        return rc;
+    if (rc == 1 && lay.role == CRPM_ROLE_PARITY)
+        return crpm_error(CRPM_ERR_IDENTITY, "%s is a level-3 parity container (its layout record says so; rank %d "
+                          "holds the parity of other ranks' data there), not rank data", x->path, (int)x->rank);
     if (x->kind == K_PARTNER && x->rank != x->owner)
         return crpm_error(CRPM_ERR_IDENTITY, "%s: named as the partner copy of rank %d, but it mirrors rank %d's "
                           "container", x->path, x->owner, (int)x->rank);

@@ -58,6 +58,7 @@ int crpm_jobdir_open(crpm_ctx *ctx, const char *path, int create, crpm_container
         .change_tracking = ctx->cfg.change_tracking,
         .huge_pages = ctx->cfg.huge_pages,
         .run_id = create ? ctx->run_id : NULL,
+        .layout = create ? &ctx->layout : NULL,
     };
     int rc = crpm_container_open(&o, out, NULL);
     if (rc == 0)

@@ -9,7 +9,8 @@ also holds its rank's parity container).
 
   export_parity   a parity container is refused as rank data, alone, among
                   containers and with -f, with a message naming the file and
-                  no output file; a directory mixing containers with parity
+                  no output file, also under a container's name (by its
+                  layout record, which crpm-inspect prints and checks); a directory mixing containers with parity
                   (and partner copies) exports only the containers it holds
                   ("1 of 4", with -f too), naming what it left out, and the
                   four node directories export "4 of 4" of rank data
@@ -110,6 +111,17 @@ def scenario_export_parity(c):
               "node directory export: expected 1 of 4 ranks\n" + r.out + r.err)
         check("left out 1 level-3 parity container(s)" in r.err, "left-out parity not named\n" + r.err)
         os.unlink(h5)
+    # a parity container under a container's name: refused by what its layout record says
+    renamed = os.path.join(c.workdir, "renamed")
+    os.makedirs(renamed, exist_ok=True)
+    shutil.copy(c.node("j3", 3, "parity-3.crpm"), os.path.join(renamed, "rank-3.crpm"))
+    r = c.tool([c.export, "-f", "-o", h5, os.path.join(renamed, "rank-3.crpm")], 1)
+    check("rank-3.crpm is a level-3 parity container (its layout record says so" in r.err and
+          not os.path.exists(h5), "renamed parity container exported\n" + r.out + r.err)
+    r = c.tool([c.inspect, os.path.join(renamed, "rank-3.crpm")], 1)
+    check("named as a rank's container but its layout record says it is a level-3 parity container" in r.err and
+          re.search(r"^layout:\s+level-3 parity container of rank 3; node 3 of 4 \(node_size 1\), group_size 4, "
+                    r"l3_parity 1$", r.out, re.M), "renamed parity container inspected\n" + r.out + r.err)
     r = c.tool([c.export, "-f", "-o", h5] + [c.node("j3", k) for k in range(NP)], 0)
     check(re.search(r"^exported 4 of 4 rank\(s\) of job 'j3' \(checkpoint id 6, epoch 3, ", r.out, re.M) and
           "partner" not in r.out, "four node directories\n" + r.out + r.err)
