@@ -13,10 +13,10 @@ creates <dir>/<point>.go, so each window is hit every time, not by chance:
                  goes on: it must start fresh and finish with the reference
                  checksum, never fail with an I/O error on the lock file
   busy           the first launch holds inside finalize (marker written,
-                 nothing removed yet, locks held); a second with
-                 lock_wait_s = 0.3 fails crpm_init with CRPM_ERR_BUSY on every
-                 rank and changes nothing; the first then finishes and leaves
-                 no directory
+                 nothing removed yet; then, in a second round, everything
+                 removed but the locks); a second with lock_wait_s = 0.3
+                 fails crpm_init with CRPM_ERR_BUSY on every rank and changes
+                 nothing; the first then finishes and leaves no directory
   wait           the same hold, a second launch with lock_wait_s = 60 waiting
                  on the locks; once the first is released, the second gets
                  the locks after the removal and starts fresh (reference
@@ -141,32 +141,38 @@ def scenario_rmdir_window(c):
     crpmtest.clean_workdir(d)
 
 
-def hold_in_finalize(c, name):
+def hold_in_finalize(c, name, point="finalize_marker"):
     d, sync = workdir(c, name)
-    a = c.start(d, c.config(d, 5), "finalize_marker:" + sync, "a.out")
-    wait_reached(a, sync, "finalize_marker", "first launch")
+    a = c.start(d, c.config(d, 5), point + ":" + sync, "a.out")
+    wait_reached(a, sync, point, "first launch")
     jobdir = os.path.join(d, "ckpt", "race")
     files = sorted(os.listdir(jobdir))
-    check(".crpm-finalized" in files and "rank-0.crpm" in files,
-          "first launch held in finalize: expected the marker and its containers, found %s" % files)
+    if point == "finalize_marker":
+        check(".crpm-finalized" in files and "rank-0.crpm" in files,
+              "first launch held in finalize: expected the marker and its containers, found %s" % files)
+    else:
+        check(files == ["rank-%d.lock" % r for r in range(NP)],
+              "first launch held before unlocking: expected its lock files only, found %s" % files)
     return d, sync, a, jobdir, files
 
 
 def scenario_busy(c):
-    d, sync, a, jobdir, files = hold_in_finalize(c, "busy")
-    b = c.start(d, c.config(d, 0.3), None, "b.out")
-    rc, out = finish(b, "second launch")
-    check(rc != 0, "second launch: exit code 0 while the first held the locks\n" + tail(out))
-    for r in range(NP):
-        pat = re.compile(r"^heat rank %d: crpm_init failed: %s: .*in use by another job" % (r, BUSY_TEXT), re.M)
-        check(len(pat.findall(out)) == 1, "rank %d: expected one CRPM_ERR_BUSY line\n%s" % (r, tail(out, 20)))
-    check(sorted(os.listdir(jobdir)) == files, "the refused launch changed the job directory: %s, was %s" % (
-        sorted(os.listdir(jobdir)), files))
-    release(sync, "finalize_marker")
-    rc, out = finish(a, "first launch")
-    check(rc == 0, "first launch: exit code %s\n%s" % (rc, tail(out)))
-    check(not os.path.exists(jobdir), "the first launch did not remove the job directory")
-    crpmtest.clean_workdir(d)
+    for point in ("finalize_marker", "finalize_unlock"):
+        d, sync, a, jobdir, files = hold_in_finalize(c, "busy-" + point, point)
+        b = c.start(d, c.config(d, 0.3), None, "b.out")
+        rc, out = finish(b, "second launch")
+        check(rc != 0, "second launch (%s): exit code 0 while the first held the locks\n%s" % (point, tail(out)))
+        for r in range(NP):
+            pat = re.compile(r"^heat rank %d: crpm_init failed: %s: .*in use by another job" % (r, BUSY_TEXT), re.M)
+            check(len(pat.findall(out)) == 1, "%s: rank %d: expected one CRPM_ERR_BUSY line\n%s" % (
+                point, r, tail(out, 20)))
+        check(sorted(os.listdir(jobdir)) == files, "the refused launch changed the job directory: %s, was %s" % (
+            sorted(os.listdir(jobdir)), files))
+        release(sync, point)
+        rc, out = finish(a, "first launch")
+        check(rc == 0, "first launch: exit code %s\n%s" % (rc, tail(out)))
+        check(not os.path.exists(jobdir), "the first launch did not remove the job directory")
+        crpmtest.clean_workdir(d)
 
 
 def scenario_wait(c):
