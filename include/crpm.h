@@ -49,11 +49,14 @@ extern "C" {
  * variables CRPM_CKPT_DIR and CRPM_JOB_NAME override the file.
  * Errors: CRPM_ERR_STATE (MPI not initialised, or already initialised),
  *   CRPM_ERR_INVAL (no file, MPI_COMM_NULL), CRPM_ERR_CONFIG (bad or missing
- *   key, unreadable file), CRPM_ERR_NOTSUP (a feature this build lacks),
- *   CRPM_ERR_NOMEM, CRPM_ERR_IO; from existing checkpoints: CRPM_ERR_CORRUPT,
- *   CRPM_ERR_VERSION, CRPM_ERR_FORMAT, CRPM_ERR_TRUNCATED, CRPM_ERR_GEOMETRY
- *   (segment/block size differ from the config), CRPM_ERR_IDENTITY (another
- *   job's container), CRPM_ERR_NRANKS (written by another rank count),
+ *   key, unreadable file; or node_size, the number of nodes, a rank's node,
+ *   group_size or l3_parity differ from what the checkpoint files record:
+ *   the message names the key and both values), CRPM_ERR_NOTSUP (a feature
+ *   this build lacks), CRPM_ERR_NOMEM, CRPM_ERR_IO; from existing
+ *   checkpoints: CRPM_ERR_CORRUPT, CRPM_ERR_VERSION, CRPM_ERR_FORMAT,
+ *   CRPM_ERR_TRUNCATED, CRPM_ERR_GEOMETRY (segment/block size differ from the
+ *   config), CRPM_ERR_IDENTITY (another job's container, or a parity
+ *   container under a container's name), CRPM_ERR_NRANKS (written by another rank count),
  *   CRPM_ERR_MISSING (some ranks' containers are gone), CRPM_ERR_EPOCH (ranks
  *   hold checkpoints that cannot be reconciled), CRPM_ERR_HDF5 (level 4). */
 CRPM_API int crpm_init(const char *config_file, MPI_Comm comm);

@@ -15,6 +15,7 @@
 #include "crpm.h"
 #include "error.h"
 #include "jobdir.h"
+#include "layout.h"
 #include "restart.h"
 #include "schedule.h"
 #include "testhook.h"
@@ -244,6 +245,8 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
     if (rc == 0)
         rc = layout_l3(config_file);
     if (rc == 0)
+        crpm_layout_of_run(ctx);
+    if (rc == 0)
         log_topology();
     if (rc == 0)
         rc = crpm_jobdir_prepare(ctx);
@@ -255,12 +258,15 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
         .job_dir = ctx->job_dir,
         .glbl_dir = ctx->cfg.glbl_dir,
         .keep_l4 = ctx->cfg.keep_l4,
+        .layout = &ctx->layout,
     };
     if (rc == 0)
         rc = crpm_level_l4(&ctx->l4, &ctx->env, NULL);
     rc = agree(rc, fn);
     if (rc == 0)
         rc = crpm_jobdir_finish_removal(ctx);
+    if (rc == 0)
+        rc = crpm_layout_check(ctx);
     if (rc == 0)
         rc = crpm_restart(ctx);
     if (rc != 0) {

@@ -24,7 +24,10 @@ static void usage(FILE *out)
           "Checks libcrpm checkpoint files and prints their contents.\n"
           "  container (rank-<r>.crpm): superblock, geometry, committed epoch and\n"
           "    checkpoint id, protected regions with sizes, and the verdict of\n"
-          "    every checksum (superblock, commit record, epoch metadata);\n"
+          "    every checksum (superblock, commit record, epoch metadata), after\n"
+          "    its layout record (what the file is, the node layout, group_size\n"
+          "    and l3_parity it was made under; a file named as the other kind\n"
+          "    fails);\n"
           "  partner copy (partner-<r>.crpm, level 2): the same, labelled as the\n"
           "    copy of rank r's container that this node holds for it;\n"
           "  parity container (parity-<r>.crpm, level 3): the same, labelled with\n"
@@ -108,8 +111,10 @@ static int label_parity(const char *path, int holder, FILE *out)
             if (crpm_container_region(c, i, &a) == CRPM_SUCCESS)
                 fprintf(out, "%s%d", i ? ", " : "", (int)a.id);
         }
-        fprintf(out, "%s; job %s, rank %d of %d, epoch %llu)\n", nreg ? "" : "none", job, r, n,
-                (unsigned long long)crpm_container_epoch(c));
+        /* its own epochs count its commits; the job epoch it describes is
+         * what it stores as the checkpoint id */
+        fprintf(out, "%s; job %s, rank %d of %d): parity of the job's epoch %llu (the checkpoint id below), "
+                "not rank data\n", nreg ? "" : "none", job, r, n, (unsigned long long)crpm_container_user_id(c));
     }
     crpm_format_close(c);
     if (r != holder)
@@ -124,6 +129,38 @@ static const char *base_name(const char *path)
     return b ? b + 1 : path;
 }
 
+/* The layout record (format.h): what the file is and the job layout it was
+ * made under.  A file whose name says one kind and whose record says the
+ * other fails: a restart would refuse it. */
+static int label_layout(const char *path, FILE *out)
+{
+    crpm_header_facts h;
+    if (crpm_header_read(path, &h) != CRPM_SUCCESS) {
+        crpm_error_clear(); /* the container report that follows says why */
+        return CRPM_SUCCESS;
+    }
+    const crpm_layout *l = &h.layout;
+    const char *role = l->role == CRPM_ROLE_PARITY ? "level-3 parity container" : "rank's container";
+    if (out && h.has_layout == 1) {
+        fprintf(out, "layout:         %s of rank %d; node %d of %d (node_size %d%s), group_size %d, l3_parity %d\n",
+                role, (int)h.rank, l->node, l->nnodes, l->node_size, l->node_size ? "" : ": MPI's nodes",
+                l->group_size, l->l3_parity);
+    } else if (out) {
+        fprintf(out, "layout:         %s\n", h.has_layout ? "record damaged (checksum mismatch)"
+                                                          : "not recorded (a file made before layout records)");
+    }
+    if (h.has_layout < 0)
+        return crpm_error(CRPM_ERR_CORRUPT, "%s: layout record checksum mismatch", path);
+    const char *b = base_name(path);
+    int named_parity = crpm_parse_parity_name(b) >= 0;
+    int named_rank = crpm_parse_container_name(b) >= 0 || crpm_parse_partner_name(b) >= 0;
+    if (h.has_layout == 1 && ((named_parity && l->role != CRPM_ROLE_PARITY) ||
+                              (named_rank && l->role != CRPM_ROLE_RANK)))
+        return crpm_error(CRPM_ERR_IDENTITY, "%s: named as a %s but its layout record says it is a %s", path,
+                          named_parity ? "level-3 parity container" : "rank's container", role);
+    return CRPM_SUCCESS;
+}
+
 static int inspect_one(const char *path, FILE *out, int verify)
 {
     int hdf5 = 0, rc = examine(path, &hdf5);
@@ -134,7 +171,8 @@ static int inspect_one(const char *path, FILE *out, int verify)
         rc = crpm_l4_verify_file(path, out);
     } else {
         int owner = crpm_parse_partner_name(base_name(path)), holder = crpm_parse_parity_name(base_name(path));
-        if ((owner >= 0 && (rc = label_partner(path, owner, out)) != CRPM_SUCCESS) ||
+        if ((rc = label_layout(path, out)) != CRPM_SUCCESS ||
+            (owner >= 0 && (rc = label_partner(path, owner, out)) != CRPM_SUCCESS) ||
             (holder >= 0 && (rc = label_parity(path, holder, out)) != CRPM_SUCCESS)) {
             /* not that rank's file: its report would only mislead */
             if (out)

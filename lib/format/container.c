@@ -114,6 +114,43 @@ static uint64_t slot_size_for(uint64_t seg, uint64_t asked)
 
 static int read_commit(crpm_container *c);
 
+static uint32_t layout_crc(const struct crpm_layout_rec *r)
+{
+    struct crpm_layout_rec t = *r;
+    t.crc = 0;
+    return crpm_meta_crc(&t, sizeof t, 0);
+}
+
+static void layout_put(char *hdr, const crpm_layout *l)
+{
+    struct crpm_layout_rec r;
+    memset(&r, 0, sizeof r);
+    memcpy(r.magic, CRPM_LAYOUT_MAGIC, 8);
+    r.size = sizeof r;
+    r.role = (uint32_t)l->role;
+    r.node_size = l->node_size;
+    r.node = l->node;
+    r.nnodes = l->nnodes;
+    r.group_size = l->group_size;
+    r.l3_parity = l->l3_parity;
+    r.crc = layout_crc(&r);
+    memcpy(hdr + CRPM_LAYOUT_OFF, &r, sizeof r);
+}
+
+/* The record in a header page: 1, 0 (none: a file made before records
+ * existed has zeros there) or CRPM_ERR_CORRUPT. */
+static int layout_get(const char *hdr, const char *path, crpm_layout *l)
+{
+    struct crpm_layout_rec r;
+    memcpy(&r, hdr + CRPM_LAYOUT_OFF, sizeof r);
+    if (memcmp(r.magic, CRPM_LAYOUT_MAGIC, 8) != 0)
+        return 0;
+    if (r.size != sizeof r || layout_crc(&r) != r.crc)
+        return crpm_error(CRPM_ERR_CORRUPT, "%s: layout record checksum mismatch", path);
+    *l = (crpm_layout){(int)r.role, r.node_size, r.node, r.nnodes, r.group_size, r.l3_parity};
+    return 1;
+}
+
 static int create_file(crpm_container *c, const crpm_open_opts *o, uint64_t seg, uint64_t blk)
 {
     struct crpm_super *sb = &c->sb;
@@ -148,6 +185,8 @@ static int create_file(crpm_container *c, const crpm_open_opts *o, uint64_t seg,
     if (!hdr)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     memcpy(hdr, sb, sizeof *sb);
+    if (o->layout)
+        layout_put(hdr, o->layout);
     uint64_t w = crpm_commit_word(sb->nonce, 0, 0);
     memcpy(hdr + CRPM_COMMIT_OFF, &w, sizeof w);
     int rc = crpm_persist_create_file(o->path, sb->data_offset, hdr, CRPM_HDR_SIZE);
@@ -350,6 +389,58 @@ crpm_media *crpm_container_media(crpm_container *c) { return &c->media; }
 uint64_t crpm_container_segment_size(const crpm_container *c) { return c->sb.segment_size; }
 uint64_t crpm_container_block_size(const crpm_container *c) { return c->sb.block_size; }
 int crpm_container_has_checksums(const crpm_container *c) { return c->sb.crc_chunk != 0; }
+
+int crpm_container_layout(const crpm_container *c, crpm_layout *out)
+{
+    return layout_get(c->media.base, c->path, out);
+}
+
+int crpm_header_read(const char *path, crpm_header_facts *out)
+{
+    memset(out, 0, sizeof *out);
+    int fd, rc = crpm_open_regular(path, O_RDONLY, &fd, NULL);
+    if (rc != CRPM_SUCCESS)
+        return rc;
+    char *hdr = calloc(1, CRPM_HDR_SIZE);
+    ssize_t n = hdr ? pread(fd, hdr, CRPM_HDR_SIZE, 0) : -1;
+    close(fd);
+    struct crpm_super sb;
+    if (!hdr)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    if (n >= 8 && memcmp(hdr, CRPM_MAGIC, 8) != 0)
+        rc = crpm_error(CRPM_ERR_FORMAT, "%s is not a libcrpm container (bad magic)", path);
+    else if (n < (ssize_t)CRPM_HDR_SIZE)
+        rc = crpm_error(CRPM_ERR_TRUNCATED, "%s is truncated (%zd bytes, header needs %u)", path, n, CRPM_HDR_SIZE);
+    if (rc == 0) {
+        memcpy(&sb, hdr, sizeof sb);
+        if (sb.version != CRPM_FORMAT_VERSION)
+            rc = crpm_error(CRPM_ERR_VERSION, "%s has format version %u; this library reads version %u", path,
+                            sb.version, CRPM_FORMAT_VERSION);
+        else if (sb.super_size != sizeof sb || super_crc(&sb) != sb.crc)
+            rc = crpm_error(CRPM_ERR_CORRUPT, "%s: superblock checksum mismatch", path);
+    }
+    if (rc == 0) {
+        uint64_t w;
+        memcpy(&w, hdr + CRPM_COMMIT_OFF, sizeof w);
+        uint64_t epoch = w & 0xffffffffull;
+        int flag = (int)((w >> 32) & 1);
+        if (crpm_commit_word(sb.nonce, epoch, flag) != w)
+            rc = crpm_error(CRPM_ERR_CORRUPT, "%s: commit record is corrupt", path);
+        out->epoch = epoch;
+        out->in_progress = flag;
+    }
+    if (rc == 0) {
+        snprintf(out->job, sizeof out->job, "%.*s", (int)sizeof sb.job_name, sb.job_name);
+        out->rank = sb.rank;
+        out->nranks = sb.nranks;
+        int lr = layout_get(hdr, path, &out->layout);
+        out->has_layout = lr < 0 ? -1 : lr;
+        if (lr < 0)
+            crpm_error_clear(); /* the caller decides what a damaged record means */
+    }
+    free(hdr);
+    return rc;
+}
 
 void crpm_container_run_id(const crpm_container *c, uint8_t out[CRPM_RUN_ID_LEN])
 {

@@ -16,6 +16,13 @@
 
 typedef struct crpm_container crpm_container;
 
+/* The layout record of a file (format.h, struct crpm_layout_rec). */
+typedef struct crpm_layout {
+    int role;                  /* enum crpm_file_role */
+    int node_size, node, nnodes;
+    int group_size, l3_parity;
+} crpm_layout;
+
 typedef struct crpm_open_opts {
     const char *path;
     uint64_t segment_size;     /* power of two; 0 = default 2 MiB (checked on open if nonzero) */
@@ -34,6 +41,7 @@ typedef struct crpm_open_opts {
                                   checked on open when non-NULL (CRPM_ERR_IDENTITY) */
     int no_checksums;          /* internal, benchmarks only: create without data CRCs */
     int huge_pages;            /* 1: recovery asks for transparent huge pages on the arrays it fills */
+    const crpm_layout *layout; /* written on create (NULL: none) */
 } crpm_open_opts;
 
 /* Hook points for tests (process-kill injection). */
@@ -86,6 +94,22 @@ int crpm_inspect_file_verify(const char *path, FILE *out, int verify);
 int crpm_container_verify(const crpm_container *c, FILE *out);
 /* The run identity stored at creation (CRPM_RUN_ID_LEN bytes). */
 void crpm_container_run_id(const crpm_container *c, uint8_t out[CRPM_RUN_ID_LEN]);
+/* Its layout record: 1 (and *out), 0 when it has none, CRPM_ERR_CORRUPT
+ * when the record's checksum fails. */
+int crpm_container_layout(const crpm_container *c, crpm_layout *out);
+/* What restart needs to know of a checkpoint file before opening it, read
+ * from its header page alone (no mapping, no metadata slot). */
+typedef struct crpm_header_facts {
+    char job[CRPM_JOB_MAX];
+    int32_t rank, nranks;
+    uint64_t epoch;            /* committed (0: none) */
+    int in_progress;
+    int has_layout;            /* 1: layout holds its record; 0: none; -1: record damaged */
+    crpm_layout layout;
+} crpm_header_facts;
+/* CRPM_SUCCESS, or the error that opening the file would give for its
+ * superblock or commit word (a file that is no container of this format). */
+int crpm_header_read(const char *path, crpm_header_facts *out);
 /* 1 when the container holds data CRCs (0 only for benchmark containers). */
 int crpm_container_has_checksums(const crpm_container *c);
 

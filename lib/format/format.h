@@ -23,6 +23,15 @@
  * Version 2 added the CRC tables, crc_chunk, seg_stride and run_id; version-1
  * files are refused (CRPM_ERR_VERSION).
  *
+ * A layout record (struct crpm_layout_rec, at CRPM_LAYOUT_OFF in the header
+ * page, immutable like the superblock) says what the file is (a rank's
+ * container or a level-3 parity container) and the job layout it was made
+ * under: node_size, its rank's node, the number of nodes, group_size and
+ * l3_parity.  Restart compares it with the configuration before anything
+ * else.  It sits apart from the superblock, with its own magic and CRC, so
+ * files without it (made before it existed: zeros there) still open and
+ * older libraries ignore it.  A partner copy mirrors its owner's record.
+ *
  * The commit word is the single atomic commit point: epoch (32 bits), an
  * "in progress" flag (a checkpoint has started overwriting the copies that
  * epoch-1 needs) and a 31-bit check.  Everything is little-endian, as the
@@ -65,6 +74,26 @@ struct crpm_super {
     uint32_t reserved;
     uint32_t crc;             /* CRC32C of the above with crc = 0 */
 };
+
+#define CRPM_LAYOUT_MAGIC "CRPMLAYT"
+#define CRPM_LAYOUT_OFF 1024u
+enum crpm_file_role { CRPM_ROLE_RANK = 1, CRPM_ROLE_PARITY = 2 };
+
+struct crpm_layout_rec {
+    char magic[8];
+    uint32_t size;            /* sizeof(struct crpm_layout_rec) */
+    uint32_t role;            /* enum crpm_file_role */
+    int32_t node_size;        /* as configured; 0: MPI's shared-memory nodes */
+    int32_t node;             /* node of the superblock's rank */
+    int32_t nnodes;
+    int32_t group_size;       /* level 3 as configured */
+    int32_t l3_parity;
+    uint32_t crc;             /* CRC32C of the above with crc = 0 */
+};
+
+_Static_assert(sizeof(struct crpm_super) <= CRPM_LAYOUT_OFF, "superblock overlaps the layout record");
+_Static_assert(CRPM_LAYOUT_OFF + sizeof(struct crpm_layout_rec) <= CRPM_COMMIT_OFF,
+               "layout record overlaps the commit word");
 
 struct crpm_slot_hdr {
     char magic[8];

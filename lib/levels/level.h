@@ -29,6 +29,7 @@ typedef struct crpm_level_env {
     const char *glbl_dir;      /* level 4: global file system ("" = none) */
     int keep_l4;               /* level-4 files kept */
     uint64_t epoch;            /* the job's committed epoch, recorded in level-4 files */
+    const crpm_layout *layout; /* recorded in the files a level creates (NULL: none) */
 } crpm_level_env;
 
 typedef struct crpm_level crpm_level;

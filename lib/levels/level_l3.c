@@ -502,7 +502,13 @@ static int ensure_parity(crpm_level *lv)
     crpm_unlink_quiet(tmp);
     uint8_t run[CRPM_RUN_ID_LEN];
     crpm_container_run_id(s->own, run);
+    crpm_layout lay = {0};
+    if (lv->env->layout) {
+        lay = *lv->env->layout;
+        lay.role = CRPM_ROLE_PARITY;
+    }
     crpm_open_opts oo = {.path = tmp, .segment_size = s->segsize, .block_size = s->blksize,
+                         .layout = lv->env->layout ? &lay : NULL,
                          .job_name = lv->env->job_name, .rank = lv->env->rank, .nranks = lv->env->nranks,
                          .persistence = s->o.persistence, .backend = s->o.backend, .create = 1, .run_id = run,
                          /* M regions only (not room for 128K arrays): each a segment table of at

@@ -17,6 +17,7 @@ typedef struct crpm_ctx {
     int rank, nranks;
     crpm_config cfg;
     crpm_topology topo;        /* nodes and level-2 partners */
+    crpm_layout layout;        /* recorded in every file this run creates (layout.h) */
     char job_dir[CRPM_PATH_MAX];
     char path[CRPM_PATH_MAX];  /* this rank's container */
     char lock_path[CRPM_PATH_MAX]; /* this rank's lock, held from init to finalize */

@@ -216,7 +216,9 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
         fmt_ranks(ranks, sizeof ranks, f, CRPM_F_EXISTS, 0);
         return crpm_error(CRPM_ERR_MISSING,
                           "crpm_init: job '%s' has checkpoints in %s but the container of rank(s) %s is missing%s; "
-                          "refusing to start fresh over them (remove the directory to start anew)",
+                          "refusing to start fresh over them, nothing was changed (if a node is back or the "
+                          "configuration differs from the run that wrote them, relaunch as that run; to start anew, "
+                          "set on_unrecoverable = fresh in [advanced], which keeps them aside, or use another job_name)",
                           job_name, job_dir, ranks,
                           l2 ? " and so is its level-2 partner copy (a node and its partner node were lost; no "
                                "level-4 checkpoint to fall back to)" : "");

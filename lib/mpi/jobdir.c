@@ -31,6 +31,7 @@ int crpm_jobdir_prepare(crpm_ctx *ctx)
     if (rc != 0)
         return crpm_error(CRPM_ERR_CONFIG, "crpm_init: checkpoint path too long: %s", crpm_last_error());
     rc = crpm_mkdir_p(ctx->job_dir);
+    crpm_testhook_pause("init_lock", ctx->rank);
     if (rc == 0)
         rc = crpm_lock_file(ctx->lock_path, ctx->cfg.lock_wait_s, &ctx->lock_fd);
     return rc;
@@ -57,6 +58,7 @@ int crpm_jobdir_open(crpm_ctx *ctx, const char *path, int create, crpm_container
         .change_tracking = ctx->cfg.change_tracking,
         .huge_pages = ctx->cfg.huge_pages,
         .run_id = create ? ctx->run_id : NULL,
+        .layout = create ? &ctx->layout : NULL,
     };
     int rc = crpm_container_open(&o, out, NULL);
     if (rc == 0)
@@ -173,6 +175,7 @@ int crpm_jobdir_remove(crpm_ctx *ctx)
             rc = crpm_sync_dir(ctx->job_dir);
     }
     rc = crpm_agree(ctx->comm, ctx->rank, rc, fn);
+    crpm_testhook_pause("finalize_marker", ctx->rank);
     if (rc == 0) {
         char tmp[CRPM_PATH_MAX + 8];
         snprintf(tmp, sizeof tmp, "%s.tmp", ctx->path);
@@ -196,8 +199,11 @@ int crpm_jobdir_remove(crpm_ctx *ctx)
     }
     rc = crpm_agree(ctx->comm, ctx->rank, rc, fn);
     if (rc == 0) {
+        crpm_testhook_pause("finalize_unlock", ctx->rank);
         crpm_jobdir_unlock(ctx, 1);
         rc = crpm_agree(ctx->comm, ctx->rank, rc, fn); /* every lock is gone before the directory goes */
+        if (rc == 0)
+            crpm_testhook_pause("finalize_rmdir", ctx->rank);
         if (rc == 0)
             rmdir(ctx->job_dir); /* per node; ENOTEMPTY if shared and not last */
     }

@@ -1,8 +1,11 @@
 /* Internal test hook (testhook.h). */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "error.h"
 #include "testhook.h"
 
@@ -79,6 +82,23 @@ void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o)
     const char *v = getenv("CRPM_TEST_L3_VERIFY");
     o->verify = v && *v && strcmp(v, "0") != 0;
 }
+
+void crpm_testhook_pause(const char *point, int rank)
+{
+    const char *v = getenv("CRPM_TEST_PAUSE");
+    size_t n = strlen(point);
+    if (!v || strncmp(v, point, n) != 0 || v[n] != ':' || !v[n + 1])
+        return;
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s.%d", v + n + 1, point, rank);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0)
+        close(fd);
+    snprintf(p, sizeof p, "%s/%s.go", v + n + 1, point);
+    struct timespec nap = {0, 10 * 1000 * 1000};
+    for (int i = 0; i < 12000 && access(p, F_OK) != 0; i++)
+        nanosleep(&nap, NULL);
+}
 #else
 int crpm_testhook_parse(crpm_ctx *ctx)
 {
@@ -101,5 +121,11 @@ void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o)
 {
     (void)ctx;
     (void)o;
+}
+
+void crpm_testhook_pause(const char *point, int rank)
+{
+    (void)point;
+    (void)rank;
 }
 #endif

@@ -18,5 +18,13 @@ void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o);
 /* Level 3: kill points l3_sent, l3_applied, l3_committed; CRPM_TEST_L3_VERIFY=1
  * checks the parity against a full re-encode after every level-3 checkpoint. */
 void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o);
+/* CRPM_TEST_PAUSE=<point>:<dir> holds every rank that reaches `point`
+ * (init_lock: the job directory made, its lock not yet taken;
+ * finalize_marker: the finished-run marker written, nothing removed;
+ * finalize_unlock: every file removed, the locks still held;
+ * finalize_rmdir: the locks released, the directory not yet removed): the
+ * rank creates <dir>/<point>.<rank> and waits until <dir>/<point>.go exists
+ * (at most 120 s), so a test can start another launch inside that window. */
+void crpm_testhook_pause(const char *point, int rank);
 
 #endif

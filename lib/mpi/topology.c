@@ -91,14 +91,16 @@ int crpm_topology_build(MPI_Comm comm, int node_size, crpm_topology *t)
             if (l % t->nlocal == t->local)
                 t->owners[t->nowners++] = rank_at(node, nranks, prev, l);
     }
-    free(node);
+    t->node_of = node; /* kept: restart compares it with the nodes files record */
     return CRPM_SUCCESS;
 }
 
 void crpm_topology_free(crpm_topology *t)
 {
     free(t->owners);
+    free(t->node_of);
     t->owners = NULL;
+    t->node_of = NULL;
     t->nowners = 0;
 }
 

@@ -17,6 +17,7 @@ typedef struct crpm_topology {
     int partner;
     int *owners;               /* ranks whose partner copies this rank holds */
     int nowners;
+    int *node_of;              /* every rank's node (nranks entries) */
 } crpm_topology;
 
 /* Level 3, collective over comm: groups of K consecutive nodes; groups[r]

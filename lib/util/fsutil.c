@@ -232,6 +232,21 @@ static int lock_once(const char *path, int *fd, int *busy)
 {
     *busy = 0;
     int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    /* A job that finishes removes its directory once its locks are gone,
+     * possibly after our caller made it: make it again (each rank of that
+     * job removes it at most once). */
+    for (int tries = 0; f < 0 && errno == ENOENT && tries < 64; tries++) {
+        char dir[CRPM_PATH_MAX];
+        const char *slash = strrchr(path, '/');
+        if (!slash || slash == path || (size_t)(slash - path) >= sizeof dir)
+            break;
+        memcpy(dir, path, (size_t)(slash - path));
+        dir[slash - path] = '\0';
+        int rc = crpm_mkdir_p(dir);
+        if (rc != CRPM_SUCCESS)
+            return rc;
+        f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    }
     if (f < 0)
         return crpm_error(CRPM_ERR_IO, "cannot open lock file %s: %s", path, strerror(errno));
     struct stat a, b;

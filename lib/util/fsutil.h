@@ -54,7 +54,8 @@ int crpm_parse_l4_name(const char *name, int32_t *id);
 /* Takes an exclusive lock (an open file description lock, which the kernel
  * drops when the process dies) on `path`, created if missing, waiting up to
  * wait_s seconds for a holder to go; records "pid host" in the file.  *fd
- * holds the lock until crpm_unlock_file.  CRPM_ERR_BUSY names the holder. */
+ * holds the lock until crpm_unlock_file.  CRPM_ERR_BUSY names the holder.
+ * The directory is made again when a finishing job removed it meanwhile. */
 int crpm_lock_file(const char *path, double wait_s, int *fd);
 /* remove: unlink the lock file first (it is ours, nobody waits on its name). */
 void crpm_unlock_file(int fd, const char *path, int remove);

@@ -17,6 +17,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from l4common import check, flip_bit, main, mpirun, run, superblock, write_cfg
 
 NP, N = 2, 400
+LAYOUT_OFF, LAYOUT_LEN = 1024, 40  # format.h: struct crpm_layout_rec
 
 
 def body(a, work):
@@ -28,6 +29,8 @@ def body(a, work):
     p = run([a.inspect, good])
     out = p.stdout
     for pat in (r"job:\s+insp", r"rank:\s+1 of 2", r"committed:\s+epoch 3, checkpoint id 30",
+                r"layout:\s+rank's container of rank 1; node 0 of 1 \(node_size 0: MPI's nodes\), group_size 4, "
+                r"l3_parity 1\n",
                 r"regions:\s+5", r"status:\s+OK", r"superblock:\s+checksum ok", r"segment size:\s+\d+"):
         check(re.search(pat, out), "inspect output lacks /%s/:\n%s" % (pat, out))
     # Region sizes: rank 1 protects N + 3 doubles as id 1 and 8 24-byte particles as id 4.
@@ -118,17 +121,27 @@ def partner_copies(a, work, good):
 def parity_containers(a, work, good):
     """A simulated node directory holding rank 1's container and its parity
     container.  Level 3 writes parity containers in the ordinary container
-    format, so a copy of rank-1.crpm stands for one here: its region ids
-    (0 to 4) are listed as the codewords."""
+    format, so a copy of rank-1.crpm stands for one here (its region ids,
+    0 to 4, are listed as the codewords) once its layout record, which says
+    "rank's container", is zeroed as in a file made before records existed.
+    With the record, the copy fails: its name and its record disagree.
+    (tests/tools/tools_levels.py inspects real parity containers.)"""
     node = os.path.join(work, "pnode1", "insp")
     os.makedirs(node)
     shutil.copy(good, os.path.join(node, "rank-1.crpm"))
     pc = os.path.join(node, "parity-1.crpm")
     shutil.copy(good, pc)
+    p = run([a.inspect, pc], expect=1)
+    check("named as a level-3 parity container but its layout record says it is a rank's container" in p.stderr,
+          "a rank's container named as parity:\n" + p.stdout + p.stderr)
+    with open(pc, "r+b") as f:
+        f.seek(LAYOUT_OFF)
+        f.write(bytes(LAYOUT_LEN))
+    check("layout:         not recorded" in run([a.inspect, pc]).stdout, "zeroed layout record")
 
     out = run([a.inspect, pc]).stdout
-    label = (r"kind:\s+level-3 parity container of rank 1 \(codewords: 0, 1, 2, 3, 4; job insp, rank 1 of 2, "
-             r"epoch 3\)\n")
+    label = (r"kind:\s+level-3 parity container of rank 1 \(codewords: 0, 1, 2, 3, 4; job insp, rank 1 of 2\): "
+             r"parity of the job's epoch 30 \(the checkpoint id below\), not rank data\n")
     check(re.search(label + r"container:\s+" + re.escape(pc), out), "parity container label:\n" + out)
     check(re.search(r"status:\s+OK", out), "parity container report:\n" + out)
     check("parity container" not in run([a.inspect, good]).stdout, "rank-1.crpm labelled as a parity container")
@@ -144,7 +157,7 @@ def parity_containers(a, work, good):
 
     # a parity container under another rank's name fails
     wrong = os.path.join(node, "parity-0.crpm")
-    shutil.copy(good, wrong)
+    shutil.copy(pc, wrong)
     p = run([a.inspect, wrong], expect=1)
     check("parity container of rank 0, but its container is rank 1's" in p.stderr and
           "status:         OK" not in p.stdout, "wrong holder accepted:\n%s%s" % (p.stdout, p.stderr))
