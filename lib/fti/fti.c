@@ -494,6 +494,8 @@ int FTI_Checkpoint(int id, int level)
     return FTI_DONE;
 }
 
+/* FTI's status, not libcrpm's: 1 whatever level the checkpoint waiting to be
+ * recovered came from (crpm_status() returns that level, CRPM_STATUS_Ln == n). */
 int FTI_Status(void)
 {
     if (!F.init)

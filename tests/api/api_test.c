@@ -153,6 +153,9 @@ static int start(const char *cfg, int expect_status)
 /* ---- tests ----------------------------------------------------------------- */
 static void test_order(void)
 {
+    /* a status names the level the restart comes from: compare it with CRPM_Ln */
+    CHECK(CRPM_STATUS_FRESH == 0 && CRPM_STATUS_L1 == CRPM_L1 && CRPM_STATUS_L2 == CRPM_L2 &&
+          CRPM_STATUS_L3 == CRPM_L3 && CRPM_STATUS_L4 == CRPM_L4, "CRPM_STATUS_Ln must equal n");
     int x = 0;
     CHECK(crpm_protect(0, &x, 1, CRPM_INT) == CRPM_ERR_STATE, "protect before init");
     CHECK(crpm_status() == CRPM_ERR_STATE, "status before init");

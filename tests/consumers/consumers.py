@@ -117,6 +117,32 @@ def scenario_install(c):
     for name in ("crpmConfig.cmake", "crpmConfigVersion.cmake", "crpmTargets.cmake"):
         if not os.path.isfile(os.path.join(c.libdir, "cmake", "crpm", name)):
             raise Failed("CMake package file %s missing" % name)
+    check_versions(c, libs[0])
+
+
+def check_versions(c, lib):
+    """The soname and the CMake package's version file follow the project's
+    major version: an older major (an incompatible ABI) is refused."""
+    major = int(c.a.version.split(".")[0])
+    if not c.static:
+        _, dyn = run(["readelf", "-d", lib])
+        m = re.search(r"\(SONAME\)\s+Library soname: \[(\S+)\]", dyn)
+        if not m or m.group(1) != "libcrpm.so.%d" % major:
+            raise Failed("libcrpm soname %s, expected libcrpm.so.%d" % (m.group(1) if m else None, major))
+    vfile = os.path.join(c.libdir, "cmake", "crpm", "crpmConfigVersion.cmake")
+    for want, ok in (("%d.0" % major, True), ("%d.0" % (major - 1), False), ("%d.0" % (major + 1), False)):
+        script = os.path.join(c.work, "version-check.cmake")
+        with open(script, "w") as f:
+            f.write('set(PACKAGE_FIND_VERSION "%s")\n' % want +
+                    'string(REPLACE "." ";" _v "%s")\n' % want +
+                    'list(GET _v 0 PACKAGE_FIND_VERSION_MAJOR)\nlist(GET _v 1 PACKAGE_FIND_VERSION_MINOR)\n'
+                    'set(PACKAGE_FIND_VERSION_PATCH 0)\nset(PACKAGE_FIND_VERSION_COUNT 2)\n'
+                    'include("%s")\n' % vfile +
+                    'message("compatible=${PACKAGE_VERSION_COMPATIBLE} version=${PACKAGE_VERSION}")\n')
+        _, out = run([c.a.cmake, "-P", script])
+        m = re.search(r"compatible=(\S*) version=(\S+)", out)
+        if not m or m.group(2) != c.a.version or (m.group(1) in ("TRUE", "1")) != ok:
+            raise Failed("crpmConfigVersion.cmake asked for %s: %s (version %s)" % (want, out.strip(), c.a.version))
     if glob.glob(os.path.join(c.prefix, "include", "*.mod")):
         raise Failed("a Fortran module was installed in the shared include directory")
     if c.a.fortran:

@@ -57,7 +57,7 @@ from l2common import crpmtest  # noqa: E402
 from crpmtest import Failure, check, tail  # noqa: E402
 
 TIMEOUT = 60
-STATUS = {"fresh": 0, "l1": 1, "l4": 2, "l2": 3}
+STATUS = {"fresh": 0, "l1": 1, "l2": 2, "l4": 4}  # CRPM_STATUS_Ln == n
 # crpm_strerror texts (lib/util/error.c)
 ERR_MISSING = "some ranks have no checkpoint container for this job"
 ERR_CONFIG = "bad or missing configuration"
