@@ -92,29 +92,6 @@ uint32_t l4_crc_init(void)
     return (uint32_t)crc32_z(0L, Z_NULL, 0);
 }
 
-/* Agrees on rc over comm: every rank returns CRPM_SUCCESS, or every rank
- * returns an error; ranks that did not fail get CRPM_ERR_REMOTE with the
- * message of the failing rank (the lowest code, then the lowest rank). */
-int l4_agree(MPI_Comm comm, int rc)
-{
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    int in[2] = { rc, rank }, out[2] = { 0, 0 };
-    if (MPI_Allreduce(in, out, 1, MPI_2INT, MPI_MINLOC, comm) != MPI_SUCCESS)
-        return crpm_error(CRPM_ERR_MPI, "level 4: MPI_Allreduce failed");
-    if (out[0] >= 0)
-        return CRPM_SUCCESS;
-    char msg[512] = "";
-    if (rank == out[1])
-        snprintf(msg, sizeof msg, "%s", crpm_last_error());
-    if (MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, out[1], comm) != MPI_SUCCESS)
-        return crpm_error(CRPM_ERR_MPI, "level 4: MPI_Bcast failed");
-    if (rc < 0)
-        return rc;
-    msg[sizeof msg - 1] = '\0';
-    return crpm_error(CRPM_ERR_REMOTE, "rank %d: %s", out[1], msg);
-}
-
 int l4_job_dir(char *out, size_t len, const char *glbl_dir, const char *job)
 {
     if (!glbl_dir || !glbl_dir[0])
