@@ -2,6 +2,7 @@
  * containers as an HDF5 file in the level-4 layout (see lib/level4.h), for
  * h5dump/h5py analysis or for a restart from level 4. */
 #include "container.h"
+#include "grow.h"
 #include "level4.h"
 
 #include <dirent.h>
@@ -44,19 +45,14 @@ typedef struct input {
 
 typedef struct inputs {
     input *v;
-    int n, cap;
+    int n;
+    size_t cap;
 } inputs;
 
 static int add_path(inputs *in, const char *path)
 {
-    if (in->n == in->cap) {
-        int cap = in->cap ? 2 * in->cap : 16;
-        input *nv = realloc(in->v, (size_t)cap * sizeof *nv);
-        if (!nv)
-            return -1;
-        in->v = nv;
-        in->cap = cap;
-    }
+    if (CRPM_GROW(in->v, in->cap, (size_t)in->n + 1, 16))
+        return -1;
     memset(&in->v[in->n], 0, sizeof in->v[0]);
     in->v[in->n].path = strdup(path);
     return in->v[in->n++].path ? 0 : -1;
@@ -74,19 +70,15 @@ static int add_dir(inputs *in, const char *dir)
     if (!d)
         return -1;
     char **names = NULL;
-    int n = 0, cap = 0, rc = 0;
+    int n = 0, rc = 0;
+    size_t cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (crpm_parse_container_name(e->d_name) < 0)
             continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            char **nn = realloc(names, (size_t)cap * sizeof *nn);
-            if (!nn) {
-                rc = -1;
-                break;
-            }
-            names = nn;
+        if (CRPM_GROW(names, cap, (size_t)n + 1, 16)) {
+            rc = -1;
+            break;
         }
         size_t len = strlen(dir) + strlen(e->d_name) + 2;
         if (!(names[n] = malloc(len))) {

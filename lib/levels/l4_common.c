@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "error.h"
 #include "fsutil.h"
+#include "grow.h"
 #include "l4_common.h"
 
 #define L4_PATH_MAX CRPM_PATH_MAX
@@ -572,20 +573,16 @@ int l4_scan_dir(const char *dir, const char *job, l4_file **out, int *nout)
         return crpm_error(CRPM_ERR_IO, "level 4: cannot read directory %s: %s", dir, strerror(errno));
     }
     l4_file *v = NULL;
-    int n = 0, cap = 0, rc = CRPM_SUCCESS;
+    int n = 0, rc = CRPM_SUCCESS;
+    size_t cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         int32_t id;
         if (crpm_parse_l4_name(e->d_name, &id) != 0 || strlen(e->d_name) >= sizeof v->name)
             continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            l4_file *nv = realloc(v, (size_t)cap * sizeof *v);
-            if (!nv) {
-                rc = crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory scanning %s", dir);
-                break;
-            }
-            v = nv;
+        if (CRPM_GROW(v, cap, (size_t)n + 1, 16)) {
+            rc = crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory scanning %s", dir);
+            break;
         }
         l4_file *lf = &v[n++];
         memset(lf, 0, sizeof *lf);
