@@ -19,6 +19,16 @@ if(NOT CRPM_PYTHON3)
   find_program(CRPM_PYTHON3 NAMES python3 REQUIRED)
 endif()
 
+# Tests learn whether libcrpm has the internal test hooks (CRPM_TEST_HOOKS,
+# lib/CMakeLists.txt) from the variable of that name, ON or OFF; a driver
+# that needs them and finds OFF exits with 77, which CTest reports as
+# skipped (tests/tools/crpmtest.py: Skipped).
+if(CRPM_TEST_HOOKS)
+  set(CRPM_TEST_HOOKS_ENV CRPM_TEST_HOOKS=ON)
+else()
+  set(CRPM_TEST_HOOKS_ENV CRPM_TEST_HOOKS=OFF)
+endif()
+
 # crpm_add_mpi_test(NAME name NP n TIMEOUT s COMMAND exe args... [LABELS l...])
 function(crpm_add_mpi_test)
   cmake_parse_arguments(T "" "NAME;NP;TIMEOUT" "COMMAND;LABELS" ${ARGN})
@@ -28,7 +38,7 @@ function(crpm_add_mpi_test)
   add_test(NAME ${T_NAME}
            COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${T_NP} ${CRPM_MPIEXEC_FLAGS} ${T_COMMAND})
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "mpi;${T_LABELS}"
-    ENVIRONMENT "OMPI_MCA_btl_vader_backing_directory=${CRPM_OMPI_SHM_DIR}")
+    ENVIRONMENT "OMPI_MCA_btl_vader_backing_directory=${CRPM_OMPI_SHM_DIR};${CRPM_TEST_HOOKS_ENV}")
 endfunction()
 
 # crpm_add_script_test(NAME name TIMEOUT s COMMAND args...): a driver script
@@ -39,6 +49,6 @@ function(crpm_add_script_test)
     set(T_TIMEOUT 600)
   endif()
   add_test(NAME ${T_NAME} COMMAND ${T_COMMAND})
-  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
-    ENVIRONMENT "CRPM_MPIEXEC=${MPIEXEC_EXECUTABLE};CRPM_MPIEXEC_FLAGS=${CRPM_MPIEXEC_FLAGS_STR};CRPM_PYTHON3=${CRPM_PYTHON3};OMPI_MCA_btl_vader_backing_directory=${CRPM_OMPI_SHM_DIR}")
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}" SKIP_RETURN_CODE 77
+    ENVIRONMENT "CRPM_MPIEXEC=${MPIEXEC_EXECUTABLE};CRPM_MPIEXEC_FLAGS=${CRPM_MPIEXEC_FLAGS_STR};CRPM_PYTHON3=${CRPM_PYTHON3};OMPI_MCA_btl_vader_backing_directory=${CRPM_OMPI_SHM_DIR};${CRPM_TEST_HOOKS_ENV}")
 endfunction()

@@ -41,7 +41,7 @@ module crpm
   private
 
   ! ---- constants mirrored from crpm.h (tests/fortran checks them against C)
-  integer, parameter, public :: CRPM_VERSION_MAJOR = 1
+  integer, parameter, public :: CRPM_VERSION_MAJOR = 2
   integer, parameter, public :: CRPM_VERSION_MINOR = 0
   integer, parameter, public :: CRPM_VERSION_PATCH = 0
 
@@ -75,9 +75,9 @@ module crpm
 
   integer, parameter, public :: CRPM_STATUS_FRESH = 0
   integer, parameter, public :: CRPM_STATUS_L1    = 1
-  integer, parameter, public :: CRPM_STATUS_L4    = 2
-  integer, parameter, public :: CRPM_STATUS_L2    = 3
-  integer, parameter, public :: CRPM_STATUS_L3    = 5
+  integer, parameter, public :: CRPM_STATUS_L2    = 2
+  integer, parameter, public :: CRPM_STATUS_L3    = 3
+  integer, parameter, public :: CRPM_STATUS_L4    = 4
 
   integer, parameter, public :: CRPM_SNAP_NONE         = 0
   integer, parameter, public :: CRPM_SNAP_RECOVERED    = 1

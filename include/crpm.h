@@ -71,8 +71,8 @@ CRPM_API int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type);
 
 /* Local: CRPM_STATUS_FRESH, CRPM_STATUS_L1, CRPM_STATUS_L2 (level 1 rebuilt
  * from partner copies), CRPM_STATUS_L3 (rebuilt from level-3 parity) or
- * CRPM_STATUS_L4, decided at init and the same on every rank.  Recover only
- * when the result is > 0.
+ * CRPM_STATUS_L4, decided at init and the same on every rank; CRPM_STATUS_Ln
+ * is n, the level the restart comes from.  Recover only when the result is > 0.
  * Errors: CRPM_ERR_STATE (before init). */
 CRPM_API int crpm_status(void);
 

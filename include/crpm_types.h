@@ -53,11 +53,13 @@ extern "C" {
 #define CRPM_L4 4   /* global checkpoint in parallel HDF5 under glbl_dir */
 
 /* ---- crpm_status() results --------------------------------------------- */
+/* CRPM_STATUS_Ln == n: the level the restart comes from.  Statuses that are
+ * no level get values of their own (16 and up). */
 #define CRPM_STATUS_FRESH 0  /* nothing to recover */
 #define CRPM_STATUS_L1    1  /* a level-1 checkpoint is available */
-#define CRPM_STATUS_L4    2  /* only a level-4 checkpoint is available */
-#define CRPM_STATUS_L2    3  /* level 1 rebuilt from level-2 partner copies (a node was lost) */
-#define CRPM_STATUS_L3    5  /* level 1 rebuilt from level-3 parity (nodes of a group were lost) */
+#define CRPM_STATUS_L2    2  /* level 1 rebuilt from level-2 partner copies (a node was lost) */
+#define CRPM_STATUS_L3    3  /* level 1 rebuilt from level-3 parity (nodes of a group were lost) */
+#define CRPM_STATUS_L4    4  /* only a level-4 checkpoint is available */
 
 /* ---- crpm_snapshot() results (non-negative) ----------------------------- */
 #define CRPM_SNAP_NONE         0  /* nothing to do this call */

@@ -14,6 +14,7 @@
 #include "context.h"
 #include "crpm.h"
 #include "error.h"
+#include "grow.h"
 #include "jobdir.h"
 #include "layout.h"
 #include "restart.h"
@@ -335,14 +336,8 @@ int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type)
     int i = lookup(&ctx->array_ids, array_recs(), ctx->narrays, id);
     if (i < 0)
         i = ctx->narrays;
-    if (i == ctx->narrays && ctx->narrays == ctx->cap_arrays) {
-        int cap = ctx->cap_arrays ? 2 * ctx->cap_arrays : 16;
-        crpm_array *a = realloc(ctx->arrays, sizeof *a * (size_t)cap);
-        if (!a)
-            return report(crpm_error(CRPM_ERR_NOMEM, "crpm_protect: out of memory"), fn);
-        ctx->arrays = a;
-        ctx->cap_arrays = cap;
-    }
+    if (i == ctx->narrays && CRPM_GROW(ctx->arrays, ctx->cap_arrays, (size_t)ctx->narrays + 1, 16))
+        return report(crpm_error(CRPM_ERR_NOMEM, "crpm_protect: out of memory"), fn);
     crpm_array a = {id, type.code, (uint64_t)type.size, (uint64_t)count, ptr, name_of(id)};
     const crpm_level_ops *ops = ctx->primary.ops;
     int rc = ops && ops->protect ? ops->protect(&ctx->primary, &a) : CRPM_SUCCESS;
@@ -370,16 +365,9 @@ int crpm_set_name(int id, const char *name)
                                  CRPM_NAME_MAX - 1), fn);
     char *copy = strdup(name);
     int k = lookup(&ctx->name_ids, name_recs(), ctx->nnames, id);
-    if (copy && k < 0 && ctx->nnames == ctx->cap_names) {
-        int cap = ctx->cap_names ? 2 * ctx->cap_names : 16;
-        struct crpm_name *p = realloc(ctx->names, sizeof *p * (size_t)cap);
-        if (p) {
-            ctx->names = p;
-            ctx->cap_names = cap;
-        } else {
-            free(copy);
-            copy = NULL;
-        }
+    if (copy && k < 0 && CRPM_GROW(ctx->names, ctx->cap_names, (size_t)ctx->nnames + 1, 16)) {
+        free(copy);
+        copy = NULL;
     }
     if (!copy)
         return report(crpm_error(CRPM_ERR_NOMEM, "%s: out of memory", fn), fn);

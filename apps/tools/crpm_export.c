@@ -5,6 +5,7 @@
  * its owner's container) stands for its owner only when asked (-p), and the
  * report says which ranks came from one. */
 #include "container.h"
+#include "grow.h"
 #include "level4.h"
 
 #include <dirent.h>
@@ -76,19 +77,14 @@ typedef struct input {
 
 typedef struct inputs {
     input *v;
-    int n, cap;
+    int n;
+    size_t cap;
 } inputs;
 
 static int add_path(inputs *in, const char *path, int kind, int owner)
 {
-    if (in->n == in->cap) {
-        int cap = in->cap ? 2 * in->cap : 16;
-        input *nv = realloc(in->v, (size_t)cap * sizeof *nv);
-        if (!nv)
-            return -1;
-        in->v = nv;
-        in->cap = cap;
-    }
+    if (CRPM_GROW(in->v, in->cap, (size_t)in->n + 1, 16))
+        return -1;
     memset(&in->v[in->n], 0, sizeof in->v[0]);
     in->v[in->n].kind = kind;
     in->v[in->n].owner = owner;
@@ -112,7 +108,8 @@ static int add_dir(inputs *in, inputs *spare, const char *dir, int partners)
     if (!d)
         return -1;
     char **names = NULL;
-    int n = 0, cap = 0, rc = 0, ncont = 0, npart = 0, npar = 0;
+    int n = 0, rc = 0, ncont = 0, npart = 0, npar = 0;
+    size_t cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         int num, kind = kind_of(e->d_name, &num);
@@ -122,14 +119,9 @@ static int add_dir(inputs *in, inputs *spare, const char *dir, int partners)
         npar += kind == K_PARITY;
         if (kind == K_PARITY || (kind == K_PARTNER && !partners))
             continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            char **nn = realloc(names, (size_t)cap * sizeof *nn);
-            if (!nn) {
-                rc = -1;
-                break;
-            }
-            names = nn;
+        if (CRPM_GROW(names, cap, (size_t)n + 1, 16)) {
+            rc = -1;
+            break;
         }
         size_t len = strlen(dir) + strlen(e->d_name) + 2;
         if (!(names[n] = malloc(len))) {

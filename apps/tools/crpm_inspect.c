@@ -6,6 +6,7 @@
  * level-4 verifier.  A directory stands for the checkpoint files in it. */
 #include "container.h"
 #include "fsutil.h"
+#include "grow.h"
 #include "level4.h"
 
 #include <dirent.h>
@@ -225,7 +226,8 @@ static int inspect_dir(const char *dir, FILE *out, int verify, int *first)
         return -1;
     }
     entry *v = NULL;
-    int n = 0, cap = 0, count[E_KINDS] = {0}, bad = 0;
+    int n = 0, count[E_KINDS] = {0}, bad = 0;
+    size_t cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         int32_t l4;
@@ -240,13 +242,8 @@ static int inspect_dir(const char *dir, FILE *out, int verify, int *first)
             x.kind = E_L4, x.num = l4;
         else
             continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            entry *nv = realloc(v, (size_t)cap * sizeof *nv);
-            if (!nv)
-                break;
-            v = nv;
-        }
+        if (CRPM_GROW(v, cap, (size_t)n + 1, 16))
+            break;
         size_t len = strlen(dir) + strlen(e->d_name) + 2;
         if (!(x.name = malloc(len)))
             break;

@@ -120,6 +120,8 @@ UNIT = r"\s*(B|KiB|MiB|GiB|TiB|bytes)?"
 CKPT_RE = re.compile(
     r"checkpoint (?:id )?(-?\d+)\s*(?:\(L(\d)\)|level (\d))\s*:\s*(?:wrote\s+)?" + NUM + UNIT +
     r"\s*(?:written\s+)?of\s+" + NUM + UNIT + r"\s*(?:bytes\s+)?protected.*?\bin\s+" + NUM + r"\s*(s|ms|us)\b")
+# A benchmark baseline in effect (CRPM_BENCH_BASELINE in a CRPM_TEST_HOOKS build).
+BASELINE_RE = re.compile(r"^\[crpm\] benchmark baseline (\w+):")
 RECOVER_RE = re.compile(r"recovered\b.*?\bin\s+" + NUM + r"\s*(s|ms|us)\b")
 TIME_UNIT = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 RECOVER_BYTES_RE = re.compile(NUM + UNIT + r"\s*(?:bytes\s+)?per rank")
@@ -296,6 +298,11 @@ class Bench:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CRPM_")}
         return env
 
+    def variant_env(self, variant):
+        """The environment of a run of `variant` (benchmarks with baselines
+        add CRPM_BENCH_BASELINE)."""
+        return self.env()
+
     def config(self, variant, ckpt_dir, job, keep=0):
         if variant == "fti":
             return self.fti_config(ckpt_dir, job, keep)
@@ -355,7 +362,7 @@ class Bench:
         cfg = self.config(variant, ckdir, job) if variant != "none" else None
         cmd = self.command(app, params, variant, cfg)
         t0 = time.time()
-        run = Launch(cmd, self.env())
+        run = Launch(cmd, self.variant_env(variant))
         deadline = t0 + self.a.timeout
         try:
             while run.next_line(deadline) is not None:
@@ -385,7 +392,8 @@ class Bench:
         # rank): unlike the library's lines it includes the FTI layer.
         app_ck = [float(m.group(1)) for m in map(spec["ckpt_app"].search, out) if m]
         return {"variant": variant, "loop_s": loop[-1], "wall_s": wall, "cpu_s": cpu, "checkpoints": ckpts,
-                "ckpt_app_s": app_ck[-1] if app_ck else None, "result_lines": result}
+                "ckpt_app_s": app_ck[-1] if app_ck else None, "result_lines": result,
+                "baselines": [m.group(1) for m in map(BASELINE_RE.search, out) if m]}
 
     def probe_full(self, app):
         """Whether the library takes [advanced] method = full and writes

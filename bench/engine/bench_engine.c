@@ -22,7 +22,8 @@
  *
  * --checksums: the cost of the data CRCs instead, side by side in one run:
  * checkpoints of the same array into a container with CRCs and one created
- * without them (internal option no_checksums), alternating, at 1% random
+ * without them (the baseline no_checksums, an open option of builds
+ * configured with -DCRPM_TEST_HOOKS=ON only), alternating, at 1% random
  * blocks and 100% dirty (ratio of the medians and median of the per-pair
  * ratios, which a machine shared with other jobs disturbs less), and for
  * information with change_tracking = pagemap at 1% (twin arrays, the same

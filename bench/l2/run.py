@@ -10,8 +10,10 @@ their order in every repetition:
   l1      --ckpt-level 1: the level-1 differential checkpoint alone
   l2      --ckpt-level 2: level 1 plus the blocks it wrote, sent to the
           partner rank on the next node and applied to its partner copy
-  l2full  --ckpt-level 2 with [advanced] l2_full_copy = 1: the whole
-          container sent every time (what FTI, SCR and VeloC do)
+  l2full  --ckpt-level 2 with the baseline l2_full_copy: the whole
+          container sent every time (what FTI, SCR and VeloC do); selected
+          with CRPM_BENCH_BASELINE, which only a libcrpm configured with
+          -DCRPM_TEST_HOOKS=ON reads (no user configuration key)
 
 From the library's verbosity-2 checkpoint lines (slowest rank's time, all
 ranks' bytes) it reports per application: the time of a checkpoint (median
@@ -107,12 +109,37 @@ def parse_ckpt_line(line):
 A.parse_ckpt_line = parse_ckpt_line
 
 
+def need_baselines(what):
+    """Under CTest in a build without the test hooks the baseline cannot
+    run: skip (CTest's SKIP_RETURN_CODE), saying why."""
+    if os.environ.get("CRPM_TEST_HOOKS", "ON").upper() == "OFF":
+        print(f"SKIPPED: {what} needs a libcrpm configured with -DCRPM_TEST_HOOKS=ON (this build has no test hooks)")
+        sys.exit(77)
+
+
 class L2Bench(A.Bench):
+    #: variant -> the library's baseline it runs (CRPM_BENCH_BASELINE)
+    BASELINE = {"l2full": "l2_full_copy"}
+
+    def variant_env(self, variant):
+        env = self.env()
+        if variant in self.BASELINE:
+            env["CRPM_BENCH_BASELINE"] = self.BASELINE[variant]
+        return env
+
+    def run_once(self, app, params, variant):
+        r = super().run_once(app, params, variant)
+        want = self.BASELINE.get(variant)
+        if want and want not in r["baselines"]:
+            raise RuntimeError(f"{app}/{variant}: libcrpm did not run the baseline {want}: it needs a build configured "
+                               "with -DCRPM_TEST_HOOKS=ON")
+        return r
+
     def config(self, variant, ckpt_dir, job, keep=0):
         path = os.path.join(self.tmp, f"{job}.ini")
         text = (f"[basic]\nckpt_dir = {ckpt_dir}/node%n\njob_name = {job}\nnode_size = {NODE_SIZE}\n"
                 f"keep_last_ckpt = {keep}\nverbosity = 2\n")
-        adv = list(self.a.crpm_advanced) + (["l2_full_copy = 1"] if variant == "l2full" else [])
+        adv = list(self.a.crpm_advanced)
         if adv:
             text += "[advanced]\n" + "".join(f"{kv}\n" for kv in adv)
         with open(path, "w") as f:
@@ -330,6 +357,8 @@ def main():
     reps = a.reps if a.reps is not None else (1 if a.quick else 3)  # 0: the rebuild alone
     rreps = a.rebuild_reps if a.rebuild_reps is not None else (1 if a.quick else 2)
     a.build_dir, a.ckpt_root = os.path.abspath(a.build_dir), os.path.abspath(a.ckpt_root)
+    if reps > 0:
+        need_baselines("the full-copy level 2 (l2full)")
     params = {}
     for app in a.apps.split(","):
         if app not in SIZES:

@@ -9,8 +9,9 @@ one invocation runs four variants side by side, rotating their order:
   l1      --ckpt-level 1: the level-1 differential checkpoint alone
   l3      --ckpt-level 3: level 1, then old XOR new of the changed blocks
           sent to the parity holders, which add it into their parity
-  l3full  --ckpt-level 3 with [advanced] l3_full_encode = 1: the whole
-          image re-encoded every checkpoint
+  l3full  --ckpt-level 3 with the baseline l3_full_encode: the whole
+          image re-encoded every checkpoint (CRPM_BENCH_BASELINE, read only
+          by a libcrpm configured with -DCRPM_TEST_HOOKS=ON)
   l2      --ckpt-level 2: differential partner copies (storage 1x, not M/(K-M))
 
 Reported per application (slowest rank's checkpoint time, all ranks' bytes,
@@ -72,11 +73,13 @@ LARGE = {"hpccg": {"np": NP, "nx": 128, "ny": 128, "nz": 96, "iters": 60}}
 
 
 class L3Bench(B.L2Bench):
+    BASELINE = {"l3full": "l3_full_encode"}
+
     def config(self, variant, ckpt_dir, job, keep=0):
         path = os.path.join(self.tmp, f"{job}.ini")
         text = (f"[basic]\nckpt_dir = {ckpt_dir}/node%n\njob_name = {job}\nnode_size = {NODE_SIZE}\n"
                 f"group_size = {GROUP}\nl3_parity = {PARITY}\nkeep_last_ckpt = {keep}\nverbosity = 2\n")
-        adv = list(self.a.crpm_advanced) + (["l3_full_encode = 1"] if variant == "l3full" else [])
+        adv = list(self.a.crpm_advanced)
         if adv:
             text += "[advanced]\n" + "".join(f"{kv}\n" for kv in adv)
         with open(path, "w") as f:
@@ -302,6 +305,8 @@ def main():
     builds = [("", a.build_dir)] + ([("baseline_", os.path.abspath(a.baseline_build))] if a.baseline_build else [])
     if a.rebuild_only:
         reps = 0
+    if reps > 0:
+        B.need_baselines("the full re-encode of level 3 (l3full)")
     machine = A.machine_info(a)
     bench = L3Bench(a)
     t_start = time.time()

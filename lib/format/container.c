@@ -305,6 +305,11 @@ int crpm_format_open(const crpm_open_opts *o, crpm_container **out, int *created
                           (unsigned long long)seg, (unsigned long long)blk);
     if (o->job_name && strlen(o->job_name) >= CRPM_JOB_MAX)
         return crpm_error(CRPM_ERR_INVAL, "job name longer than %d characters", CRPM_JOB_MAX - 1);
+#ifndef CRPM_TEST_HOOKS
+    if (o->no_checksums) /* a benchmark baseline: never in a shipped library */
+        return crpm_error(CRPM_ERR_NOTSUP, "no_checksums: a benchmark baseline, only in builds configured with "
+                          "-DCRPM_TEST_HOOKS=ON");
+#endif
     crpm_container *c = calloc(1, sizeof *c);
     if (!c || !(c->path = strdup(o->path))) {
         free(c);

@@ -39,7 +39,8 @@ typedef struct crpm_open_opts {
                                 * may be checkpointing into the file (see crpm_container_snapshot) */
     const uint8_t *run_id;     /* CRPM_RUN_ID_LEN bytes: written on create (NULL: random),
                                   checked on open when non-NULL (CRPM_ERR_IDENTITY) */
-    int no_checksums;          /* internal, benchmarks only: create without data CRCs */
+    int no_checksums;          /* benchmark baseline: create without data CRCs (CRPM_TEST_HOOKS builds only,
+                                * else CRPM_ERR_NOTSUP) */
     int huge_pages;            /* 1: recovery asks for transparent huge pages on the arrays it fills */
     const crpm_layout *layout; /* written on create (NULL: none) */
 } crpm_open_opts;

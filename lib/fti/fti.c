@@ -17,6 +17,7 @@
 
 #include "fti_config.h"
 #include "fti_internal.h"
+#include "grow.h"
 
 MPI_Comm FTI_COMM_WORLD = MPI_COMM_NULL;
 
@@ -494,6 +495,8 @@ int FTI_Checkpoint(int id, int level)
     return FTI_DONE;
 }
 
+/* FTI's status, not libcrpm's: 1 whatever level the checkpoint waiting to be
+ * recovered came from (crpm_status() returns that level, CRPM_STATUS_Ln == n). */
 int FTI_Status(void)
 {
     if (!F.init)
@@ -630,18 +633,16 @@ static int read_config(MPI_Comm comm, const char *file, char **text, char *err, 
             snprintf(err, errlen, "FTI config %s: cannot open: %s", file ? file : "(NULL)",
                      file ? strerror(errno) : "no file name given");
         } else {
-            size_t cap = 4096, n = 0;
-            buf = malloc(cap);
-            while (buf) {
+            size_t cap = 0, n = 0;
+            for (;;) { /* room for one more byte and the terminator, until a short read */
+                if (CRPM_GROW(buf, cap, n + 2, 4096)) {
+                    free(buf);
+                    buf = NULL;
+                    break;
+                }
                 n += fread(buf + n, 1, cap - n - 1, f);
                 if (n < cap - 1)
                     break;
-                char *nb = realloc(buf, cap *= 2);
-                if (!nb) {
-                    free(buf);
-                    buf = NULL;
-                }
-                buf = nb;
             }
             if (!buf || ferror(f)) {
                 snprintf(err, errlen, "FTI config %s: cannot read it", file);

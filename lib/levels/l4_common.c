@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "error.h"
 #include "fsutil.h"
+#include "grow.h"
 #include "l4_common.h"
 
 #define L4_PATH_MAX CRPM_PATH_MAX
@@ -90,29 +91,6 @@ uint32_t l4_crc_update(uint32_t crc, const void *buf, uint64_t len)
 uint32_t l4_crc_init(void)
 {
     return (uint32_t)crc32_z(0L, Z_NULL, 0);
-}
-
-/* Agrees on rc over comm: every rank returns CRPM_SUCCESS, or every rank
- * returns an error; ranks that did not fail get CRPM_ERR_REMOTE with the
- * message of the failing rank (the lowest code, then the lowest rank). */
-int l4_agree(MPI_Comm comm, int rc)
-{
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    int in[2] = { rc, rank }, out[2] = { 0, 0 };
-    if (MPI_Allreduce(in, out, 1, MPI_2INT, MPI_MINLOC, comm) != MPI_SUCCESS)
-        return crpm_error(CRPM_ERR_MPI, "level 4: MPI_Allreduce failed");
-    if (out[0] >= 0)
-        return CRPM_SUCCESS;
-    char msg[512] = "";
-    if (rank == out[1])
-        snprintf(msg, sizeof msg, "%s", crpm_last_error());
-    if (MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, out[1], comm) != MPI_SUCCESS)
-        return crpm_error(CRPM_ERR_MPI, "level 4: MPI_Bcast failed");
-    if (rc < 0)
-        return rc;
-    msg[sizeof msg - 1] = '\0';
-    return crpm_error(CRPM_ERR_REMOTE, "rank %d: %s", out[1], msg);
 }
 
 int l4_job_dir(char *out, size_t len, const char *glbl_dir, const char *job)
@@ -595,20 +573,16 @@ int l4_scan_dir(const char *dir, const char *job, l4_file **out, int *nout)
         return crpm_error(CRPM_ERR_IO, "level 4: cannot read directory %s: %s", dir, strerror(errno));
     }
     l4_file *v = NULL;
-    int n = 0, cap = 0, rc = CRPM_SUCCESS;
+    int n = 0, rc = CRPM_SUCCESS;
+    size_t cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         int32_t id;
         if (crpm_parse_l4_name(e->d_name, &id) != 0 || strlen(e->d_name) >= sizeof v->name)
             continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            l4_file *nv = realloc(v, (size_t)cap * sizeof *v);
-            if (!nv) {
-                rc = crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory scanning %s", dir);
-                break;
-            }
-            v = nv;
+        if (CRPM_GROW(v, cap, (size_t)n + 1, 16)) {
+            rc = crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory scanning %s", dir);
+            break;
         }
         l4_file *lf = &v[n++];
         memset(lf, 0, sizeof *lf);

@@ -62,7 +62,6 @@ void l4_quiet_end(const l4_quiet *q);
 int l4_h5_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint32_t l4_crc_update(uint32_t crc, const void *buf, uint64_t len);
 uint32_t l4_crc_init(void);
-int l4_agree(MPI_Comm comm, int rc);
 int l4_job_dir(char *out, size_t len, const char *glbl_dir, const char *job);
 hid_t l4_type(int32_t code, uint64_t esz);
 int l4_put_attr(hid_t obj, const char *name, hid_t type, const void *val);

@@ -13,8 +13,9 @@
  *   region lists and checksums are exchanged (Allgatherv) first.
  * - Each collective function runs the same sequence of collective calls on
  *   every rank whatever fails locally, and agrees on the outcome with
- *   l4_agree(), so no rank hangs or continues alone. */
+ *   crpm_agree() (comm layer), so no rank hangs or continues alone. */
 #include "level4.h"
+#include "agree.h"
 #include "error.h"
 #include "fsutil.h"
 
@@ -96,7 +97,8 @@ static hid_t mpio_fapl(MPI_Comm comm, int coll_meta)
 static int gather_descs(MPI_Comm comm, int nregions, const crpm_array *regions, l4_desc **all_out,
                         int **cnt_out, int **displ_out, int *total_out)
 {
-    int size = 0, rc = CRPM_SUCCESS;
+    int rank = 0, size = 0, rc = CRPM_SUCCESS;
+    MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     l4_desc *mine = calloc((size_t)(nregions > 0 ? nregions : 1), sizeof *mine);
     int *cnt = calloc((size_t)size, sizeof *cnt);
@@ -115,11 +117,12 @@ static int gather_descs(MPI_Comm comm, int nregions, const crpm_array *regions, 
         mine[i].crc = r->count ? l4_crc_update(l4_crc_init(), r->ptr, r->count * r->elem_size) : l4_crc_init();
     }
     /* Allocation failures must not skip the collectives below. */
-    rc = l4_agree(comm, rc);
+    rc = crpm_agree(comm, rank, rc, "level 4: describing the arrays");
     if (rc != CRPM_SUCCESS)
         goto fail;
-    if (MPI_Allgather(&nregions, 1, MPI_INT, cnt, 1, MPI_INT, comm) != MPI_SUCCESS) {
-        rc = crpm_error(CRPM_ERR_MPI, "level 4: MPI_Allgather failed");
+    int mrc = MPI_Allgather(&nregions, 1, MPI_INT, cnt, 1, MPI_INT, comm);
+    if (mrc != MPI_SUCCESS) {
+        rc = crpm_mpi_fail(mrc, "level 4: MPI_Allgather");
         goto fail;
     }
     int total = 0;
@@ -130,12 +133,13 @@ static int gather_descs(MPI_Comm comm, int nregions, const crpm_array *regions, 
         total += cnt[r];
     }
     all = calloc((size_t)(total > 0 ? total : 1), sizeof *all);
-    rc = l4_agree(comm, all ? CRPM_SUCCESS : crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory"));
+    rc = crpm_agree(comm, rank, all ? CRPM_SUCCESS : crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory"),
+                    "level 4: exchanging the array lists");
     if (rc != CRPM_SUCCESS)
         goto fail;
-    if (MPI_Allgatherv(mine, nregions * L4_DESC_WORDS, MPI_UINT64_T, all, wcnt, wdispl, MPI_UINT64_T, comm) !=
-        MPI_SUCCESS) {
-        rc = crpm_error(CRPM_ERR_MPI, "level 4: MPI_Allgatherv failed");
+    mrc = MPI_Allgatherv(mine, nregions * L4_DESC_WORDS, MPI_UINT64_T, all, wcnt, wdispl, MPI_UINT64_T, comm);
+    if (mrc != MPI_SUCCESS) {
+        rc = crpm_mpi_fail(mrc, "level 4: MPI_Allgatherv");
         goto fail;
     }
     free(mine);
@@ -177,7 +181,7 @@ static int write_contents(MPI_Comm comm, const char *tmp, const l4_root *root, c
         l4_close_id(&fapl, H5Pclose);
     }
     /* one agreement covers the handle array and the (collective) creation */
-    rc = l4_agree(comm, rc);
+    rc = crpm_agree(comm, rank, rc, "level 4: creating the file");
     if (rc != CRPM_SUCCESS) {
         l4_close_id(&f, H5Fclose);
         free(dsets);
@@ -204,7 +208,7 @@ static int write_contents(MPI_Comm comm, const char *tmp, const l4_root *root, c
     }
     /* Metadata creation is deterministic, so a failure is normally seen by
      * every rank; agree anyway before the independent raw-data writes. */
-    rc = l4_agree(comm, rc);
+    rc = crpm_agree(comm, rank, rc, "level 4: creating the datasets");
     for (int i = 0; rc == CRPM_SUCCESS && i < nregions; i++) {
         const crpm_array *reg = &regions[i];
         if (reg->count == 0)
@@ -223,7 +227,7 @@ static int write_contents(MPI_Comm comm, const char *tmp, const l4_root *root, c
     if (H5Fclose(f) < 0 && rc == CRPM_SUCCESS)
         rc = l4_h5_fail("level 4: closing %s failed", tmp);
     free(dsets);
-    return l4_agree(comm, rc);
+    return crpm_agree(comm, rank, rc, "level 4: writing the arrays");
 }
 
 static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ckpt_id, uint64_t epoch,
@@ -248,7 +252,7 @@ static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ck
         else
             rc = crpm_name_l4(final_path, sizeof final_path, dir, ckpt_id);
     }
-    rc = l4_agree(comm, rc);
+    rc = crpm_agree(comm, rank, rc, "level 4: checking the arrays");
     if (rc != CRPM_SUCCESS)
         return rc;
 
@@ -265,9 +269,10 @@ static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ck
             if (old[i].usable && old[i].seq >= seq)
                 seq = old[i].seq + 1;
     }
-    rc = l4_agree(comm, rc);
-    if (rc == CRPM_SUCCESS && MPI_Bcast(&seq, 1, MPI_UINT64_T, 0, comm) != MPI_SUCCESS)
-        rc = crpm_error(CRPM_ERR_MPI, "level 4: MPI_Bcast failed");
+    rc = crpm_agree(comm, rank, rc, "level 4: preparing the directory");
+    int mrc = rc == CRPM_SUCCESS ? MPI_Bcast(&seq, 1, MPI_UINT64_T, 0, comm) : MPI_SUCCESS;
+    if (mrc != MPI_SUCCESS)
+        rc = crpm_mpi_fail(mrc, "level 4: MPI_Bcast of the sequence number");
     if (rc != CRPM_SUCCESS) {
         free(old);
         return rc;
@@ -293,7 +298,7 @@ static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ck
             unlink(tmp);
         rc = rc == CRPM_SUCCESS ? rrc : rc;
     }
-    rc = l4_agree(comm, rc);
+    rc = crpm_agree(comm, rank, rc, "level 4: publishing the checkpoint");
     if (rc == CRPM_SUCCESS && rank == 0)
         l4_prune(dir, old, nold, fname, seq, keep < 1 ? 1 : keep);
     free(old);
@@ -339,7 +344,7 @@ static int open_and_check(MPI_Comm comm, const char *path, const char *job, int 
     MPI_Comm_size(comm, &size);
     hid_t f = -1;
     int rc = open_parallel(comm, path, &f);
-    rc = l4_agree(comm, rc);
+    rc = crpm_agree(comm, rank, rc, "level 4: opening the checkpoint");
     if (rc != CRPM_SUCCESS) {
         l4_close_id(&f, H5Fclose);
         return rc;
@@ -354,7 +359,7 @@ static int open_and_check(MPI_Comm comm, const char *path, const char *job, int 
         rc = l4_check_group(f, path, rank, read_into, nregions, regions, NULL);
     if (H5Fclose(f) < 0 && rc == CRPM_SUCCESS)
         rc = l4_h5_fail("level 4: closing %s failed", path);
-    return l4_agree(comm, rc);
+    return crpm_agree(comm, rank, rc, read_into ? "level 4: reading the checkpoint" : "level 4: checking a checkpoint");
 }
 
 static int l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, char *path, size_t pathlen,
@@ -367,7 +372,7 @@ static int l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, 
     int rc = l4_job_dir(dir, sizeof dir, glbl_dir, job);
     if (rc == CRPM_SUCCESS && (!path || pathlen == 0))
         rc = crpm_error(CRPM_ERR_INVAL, "level 4: no buffer for the path");
-    rc = l4_agree(comm, rc);
+    rc = crpm_agree(comm, rank, rc, "level 4: looking for a checkpoint");
     if (rc != CRPM_SUCCESS)
         return rc;
 
@@ -391,20 +396,21 @@ static int l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, 
         }
         n = k;
     }
-    rc = l4_agree(comm, rc);
+    rc = crpm_agree(comm, rank, rc, "level 4: scanning the directory");
     int hdr[3] = { n, skipped_other, skipped_unreadable };
-    if (rc == CRPM_SUCCESS && MPI_Bcast(hdr, 3, MPI_INT, 0, comm) != MPI_SUCCESS)
-        rc = crpm_error(CRPM_ERR_MPI, "level 4: MPI_Bcast failed");
+    int mrc = rc == CRPM_SUCCESS ? MPI_Bcast(hdr, 3, MPI_INT, 0, comm) : MPI_SUCCESS;
+    if (mrc != MPI_SUCCESS)
+        rc = crpm_mpi_fail(mrc, "level 4: MPI_Bcast of the candidates");
     if (rc == CRPM_SUCCESS && rank != 0) {
         n = hdr[0];
         v = calloc((size_t)(n > 0 ? n : 1), sizeof *v);
         if (!v)
             rc = crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory");
     }
-    rc = l4_agree(comm, rc);
-    if (rc == CRPM_SUCCESS && n > 0 &&
-        MPI_Bcast(v, (int)(n * sizeof *v), MPI_BYTE, 0, comm) != MPI_SUCCESS)
-        rc = crpm_error(CRPM_ERR_MPI, "level 4: MPI_Bcast failed");
+    rc = crpm_agree(comm, rank, rc, "level 4: looking for a checkpoint");
+    mrc = rc == CRPM_SUCCESS && n > 0 ? MPI_Bcast(v, (int)(n * sizeof *v), MPI_BYTE, 0, comm) : MPI_SUCCESS;
+    if (mrc != MPI_SUCCESS)
+        rc = crpm_mpi_fail(mrc, "level 4: MPI_Bcast of the candidates");
     if (rc != CRPM_SUCCESS) {
         free(v);
         return rc;
@@ -422,7 +428,7 @@ static int l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, 
         if (rc == CRPM_SUCCESS) {
             rc = strlen(cand) < pathlen ? CRPM_SUCCESS
                                         : crpm_error(CRPM_ERR_RANGE, "level 4: path buffer too small for %s", cand);
-            rc = l4_agree(comm, rc);
+            rc = crpm_agree(comm, rank, rc, "level 4: looking for a checkpoint");
             if (rc != CRPM_SUCCESS)
                 break;
             snprintf(path, pathlen, "%s", cand);
@@ -466,12 +472,13 @@ int crpm_l4_read(MPI_Comm comm, const char *path, int nregions, const crpm_array
 {
     l4_quiet q;
     l4_quiet_begin(&q);
-    int rc = CRPM_SUCCESS;
+    int rank = 0, rc = CRPM_SUCCESS;
+    MPI_Comm_rank(comm, &rank);
     if (!path || nregions < 0 || (nregions > 0 && !regions))
         rc = crpm_error(CRPM_ERR_INVAL, "level 4: invalid arguments to read");
     for (int i = 0; rc == CRPM_SUCCESS && i < nregions; i++)
         rc = l4_check_desc(&regions[i], i, nregions, regions, 1);
-    rc = l4_agree(comm, rc);
+    rc = crpm_agree(comm, rank, rc, "level 4: checking the arrays");
     if (rc == CRPM_SUCCESS) {
         l4_root root;
         rc = open_and_check(comm, path, NULL, 1, nregions, regions, &root);

@@ -26,7 +26,7 @@ enum key_id {
     K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4, K_MTBF_S, K_MTBF_L4_S, K_NODE_SIZE, K_CKPT_INTERVAL_L2,
     K_CKPT_INTERVAL_L3, K_GROUP_SIZE, K_L3_PARITY,
     K_SEGMENT_SIZE, K_BLOCK_SIZE, K_PERSISTENCE, K_METHOD, K_CHANGE_TRACKING,
-    K_LOCK_WAIT_S, K_ON_UNRECOVERABLE, K_L2_FULL_COPY, K_L3_FULL_ENCODE, K_HUGE_PAGES,
+    K_LOCK_WAIT_S, K_ON_UNRECOVERABLE, K_HUGE_PAGES,
     K_COUNT
 };
 
@@ -56,8 +56,6 @@ static const struct key_desc {
     [K_CHANGE_TRACKING] = {"advanced", "change_tracking"},
     [K_LOCK_WAIT_S] = {"advanced", "lock_wait_s"},
     [K_ON_UNRECOVERABLE] = {"advanced", "on_unrecoverable"},
-    [K_L2_FULL_COPY] = {"advanced", "l2_full_copy"},
-    [K_L3_FULL_ENCODE] = {"advanced", "l3_full_encode"},
     [K_HUGE_PAGES] = {"advanced", "huge_pages"},
 };
 
@@ -259,16 +257,8 @@ static int set_advanced(crpm_config *cfg, int k, const char *value, const char *
             ok = 0;
         *want = "error or fresh";
         break;
-    case K_L3_FULL_ENCODE:
-        ok = parse_bool(value, &cfg->l3_full_encode) == 0;
-        *want = "a boolean";
-        break;
     case K_HUGE_PAGES:
         ok = parse_bool(value, &cfg->huge_pages) == 0;
-        *want = "0 or 1";
-        break;
-    case K_L2_FULL_COPY:
-        ok = parse_bool(value, &cfg->l2_full_copy) == 0;
         *want = "0 or 1";
         break;
     case K_SEGMENT_SIZE:

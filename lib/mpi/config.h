@@ -36,9 +36,7 @@ typedef struct crpm_config {
     int change_tracking;                /* 1: skip pages the kernel saw unwritten (pagemap) */
     double lock_wait_s;                 /* how long init waits for another process's locks */
     int on_unrecoverable_fresh;         /* 1: start fresh when no checkpoint can be used */
-    int l2_full_copy;                   /* benchmarks: level 2 sends the whole container (FTI style) */
     int huge_pages;                     /* 1: recovery advises huge pages on the arrays it fills */
-    int l3_full_encode;                 /* benchmarks: level 3 re-encodes everything each time (FTI, SCR style) */
 } crpm_config;
 
 /* method = full writes FTI-level-1-style full files (lib/levels/full.c): the

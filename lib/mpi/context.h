@@ -40,11 +40,13 @@ typedef struct crpm_ctx {
 
     /* protected arrays, in protect order, and their ids */
     crpm_array *arrays;
-    int narrays, cap_arrays;
+    int narrays;
+    size_t cap_arrays;
     crpm_idindex array_ids;
     /* names given with crpm_set_name, by id (owned strings) */
     struct crpm_name { int32_t id; char *name; } *names;
-    int nnames, cap_names;
+    int nnames;
+    size_t cap_names;
     crpm_idindex name_ids;
 
     /* snapshot schedule (schedule.c) */

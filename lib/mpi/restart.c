@@ -197,7 +197,6 @@ static int open_l2(crpm_ctx *ctx)
         .owners = ctx->topo.owners,
         .nowners = ctx->topo.nowners,
         .persistence = ctx->cfg.persistence,
-        .full_copy = ctx->cfg.l2_full_copy,
         .lock_wait_s = ctx->cfg.lock_wait_s,
     };
     crpm_testhook_l2(ctx, &o);
@@ -251,7 +250,6 @@ static int open_l3(crpm_ctx *ctx)
         .groups = ctx->l3_groups,
         .segment_size = ctx->cfg.segment_size,
         .block_size = ctx->cfg.block_size,
-        .full_encode = ctx->cfg.l3_full_encode,
         .persistence = ctx->cfg.persistence,
         .lock_wait_s = ctx->cfg.lock_wait_s,
     };

@@ -1,4 +1,5 @@
-/* Internal test hook (testhook.h). */
+/* Internal test and benchmark hooks (testhook.h): compiled only with
+ * CRPM_TEST_HOOKS (lib/CMakeLists.txt adds this file then). */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,11 +10,12 @@
 #include "error.h"
 #include "testhook.h"
 
-/* level 2's points, apart from the container's */
+/* level 2's and level 3's points, apart from the container's */
 #define L2_BASE 100
 #define L3_BASE 200
 
-#ifdef CRPM_TEST_HOOKS
+enum { BASE_L2_FULL_COPY = 1, BASE_L3_FULL_ENCODE = 2 };
+
 static void kill_hook(void *arg, int point, uint64_t epoch)
 {
     crpm_ctx *ctx = arg;
@@ -23,7 +25,7 @@ static void kill_hook(void *arg, int point, uint64_t epoch)
             raise(SIGKILL);
 }
 
-int crpm_testhook_parse(crpm_ctx *ctx)
+static int parse_kills(crpm_ctx *ctx)
 {
     const char *v = getenv("CRPM_TEST_KILL");
     if (!v || !*v)
@@ -56,6 +58,45 @@ int crpm_testhook_parse(crpm_ctx *ctx)
     return CRPM_SUCCESS;
 }
 
+/* CRPM_BENCH_BASELINE as BASE_* flags; -1 (with the error set) if malformed. */
+static int baselines(void)
+{
+    static const struct { const char *name; int flag; } known[] = {
+        {"l2_full_copy", BASE_L2_FULL_COPY}, {"l3_full_encode", BASE_L3_FULL_ENCODE}};
+    const char *v = getenv("CRPM_BENCH_BASELINE");
+    int flags = 0;
+    for (const char *p = v ? v : ""; *p;) {
+        size_t len = strcspn(p, ",");
+        int f = 0;
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+            if (strlen(known[i].name) == len && strncmp(p, known[i].name, len) == 0)
+                f = known[i].flag;
+        if (!f) {
+            crpm_error(CRPM_ERR_CONFIG, "CRPM_BENCH_BASELINE='%s': expected l2_full_copy and/or l3_full_encode, "
+                       "separated by commas", v);
+            return -1;
+        }
+        flags |= f;
+        p += len + (p[len] == ',');
+    }
+    return flags;
+}
+
+int crpm_testhook_parse(crpm_ctx *ctx)
+{
+    int rc = parse_kills(ctx);
+    int b = rc == CRPM_SUCCESS ? baselines() : 0;
+    if (b < 0)
+        return CRPM_ERR_CONFIG;
+    if (ctx->rank == 0 && (b & BASE_L2_FULL_COPY))
+        printf("[crpm] benchmark baseline l2_full_copy: level 2 sends whole containers\n");
+    if (ctx->rank == 0 && (b & BASE_L3_FULL_ENCODE))
+        printf("[crpm] benchmark baseline l3_full_encode: level 3 re-encodes whole containers\n");
+    if (ctx->rank == 0 && b)
+        fflush(stdout);
+    return rc;
+}
+
 void crpm_testhook_attach(crpm_ctx *ctx, crpm_container *c)
 {
     if (ctx->nkills)
@@ -70,7 +111,10 @@ void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o)
         o->hook = l2_hook;
         o->hook_arg = ctx;
     }
+    int b = baselines();
+    o->full_copy = b > 0 && (b & BASE_L2_FULL_COPY);
 }
+
 static void l3_hook(void *arg, int point) { kill_hook(arg, L3_BASE + point, 0); }
 
 void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o)
@@ -81,6 +125,8 @@ void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o)
     }
     const char *v = getenv("CRPM_TEST_L3_VERIFY");
     o->verify = v && *v && strcmp(v, "0") != 0;
+    int b = baselines();
+    o->full_encode = b > 0 && (b & BASE_L3_FULL_ENCODE);
 }
 
 void crpm_testhook_pause(const char *point, int rank)
@@ -99,33 +145,3 @@ void crpm_testhook_pause(const char *point, int rank)
     for (int i = 0; i < 12000 && access(p, F_OK) != 0; i++)
         nanosleep(&nap, NULL);
 }
-#else
-int crpm_testhook_parse(crpm_ctx *ctx)
-{
-    (void)ctx;
-    return CRPM_SUCCESS;
-}
-
-void crpm_testhook_attach(crpm_ctx *ctx, crpm_container *c)
-{
-    (void)ctx;
-    (void)c;
-}
-
-void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o)
-{
-    (void)ctx;
-    (void)o;
-}
-void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o)
-{
-    (void)ctx;
-    (void)o;
-}
-
-void crpm_testhook_pause(const char *point, int rank)
-{
-    (void)point;
-    (void)rank;
-}
-#endif

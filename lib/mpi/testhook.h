@@ -1,22 +1,30 @@
-/* Internal test hook, compiled into builds with CRPM_TEST_HOOKS only (the
- * test suites): CRPM_TEST_KILL=<rank>:<point>:<n>[,...] makes that rank
- * SIGKILL itself at a point (before_data, after_data, after_commit; level 2:
- * l2_sent = the owner's data posted to its partner, l2_applied = a partner
- * copy's data written but not committed, l2_committed = the copies
- * committed, before the job agreed) of its n-th checkpoint, so tests can
- * leave ranks and copies on different epochs. */
+/* Internal test and benchmark hooks, compiled into builds configured with
+ * -DCRPM_TEST_HOOKS=ON only (the test suites; off in a shipped library, where
+ * these calls are empty and the environment below is never read):
+ *  - CRPM_TEST_KILL=<rank>:<point>:<n>[,...] makes that rank SIGKILL itself at
+ *    a point (before_data, after_data, after_commit; level 2: l2_sent = the
+ *    owner's data posted to its partner, l2_applied = a partner copy's data
+ *    written but not committed, l2_committed = the copies committed, before
+ *    the job agreed; level 3: l3_sent, l3_applied, l3_committed) of its n-th
+ *    checkpoint, so tests can leave ranks and copies on different epochs;
+ *  - CRPM_TEST_L3_VERIFY=1 checks the parity against a full re-encode after
+ *    every level-3 checkpoint;
+ *  - CRPM_BENCH_BASELINE=<name>[,...] selects the benchmarks' baselines:
+ *    l2_full_copy (level 2 sends whole containers, as FTI, SCR and VeloC do),
+ *    l3_full_encode (level 3 re-encodes everything every time).  Rank 0 says
+ *    so at init, so a benchmark can tell that the baseline is in effect. */
 #ifndef CRPM_MPI_TESTHOOK_H
 #define CRPM_MPI_TESTHOOK_H
 #include "context.h"
 
-/* Reads CRPM_TEST_KILL into ctx (nothing without CRPM_TEST_HOOKS). */
+#ifdef CRPM_TEST_HOOKS
+/* Reads CRPM_TEST_KILL and CRPM_BENCH_BASELINE (CRPM_ERR_CONFIG if malformed). */
 int crpm_testhook_parse(crpm_ctx *ctx);
-/* Installs the hook on a container when ctx asks for kills. */
+/* Installs the kill hook on a container when ctx asks for kills. */
 void crpm_testhook_attach(crpm_ctx *ctx, crpm_container *c);
-/* The same for level 2's points. */
+/* Level 2's kill points and baseline. */
 void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o);
-/* Level 3: kill points l3_sent, l3_applied, l3_committed; CRPM_TEST_L3_VERIFY=1
- * checks the parity against a full re-encode after every level-3 checkpoint. */
+/* Level 3's kill points, parity check and baseline. */
 void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o);
 /* CRPM_TEST_PAUSE=<point>:<dir> holds every rank that reaches `point`
  * (init_lock: the job directory made, its lock not yet taken;
@@ -26,5 +34,12 @@ void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o);
  * rank creates <dir>/<point>.<rank> and waits until <dir>/<point>.go exists
  * (at most 120 s), so a test can start another launch inside that window. */
 void crpm_testhook_pause(const char *point, int rank);
+#else
+static inline int crpm_testhook_parse(crpm_ctx *ctx) { (void)ctx; return 0; }
+static inline void crpm_testhook_attach(crpm_ctx *ctx, crpm_container *c) { (void)ctx; (void)c; }
+static inline void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o) { (void)ctx; (void)o; }
+static inline void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o) { (void)ctx; (void)o; }
+static inline void crpm_testhook_pause(const char *point, int rank) { (void)point; (void)rank; }
+#endif
 
 #endif

@@ -1,7 +1,8 @@
 /* Persistence backend: the one interface through which every byte reaches the
  * persistence domain.  The container layer stores through copy(), makes
  * stores durable with flush() + drain(), and never calls msync/pmem_* itself,
- * so tests can swap in the simulator (persist_sim.c) and crash at any drain. */
+ * so tests can swap in the simulator (tests/common/persist_sim.c, linked only
+ * into tests) and crash at any drain. */
 #ifndef CRPM_PERSIST_H
 #define CRPM_PERSIST_H
 
@@ -81,18 +82,5 @@ static inline void crpm_persist_flush(crpm_media *m, const void *addr, size_t n)
 { crpm_persist_note(m, addr, n); m->ops->flush(m, addr, n); }
 static inline void crpm_persist_drain(crpm_media *m)
 { m->drains++; m->ops->drain(m); }
-
-/* ---- persistence-domain simulator (tests) ------------------------------ */
-/* Keeps a private "media" image of the file.  Only flushed+drained lines reach
- * it; at each drain a callback may take crash images in which every 64-B line
- * that differs between mapping and media is old, new or torn at 8-B words. */
-typedef void (*crpm_sim_drain_cb)(void *arg, crpm_media *m);
-extern const crpm_backend crpm_backend_sim;
-void crpm_sim_set_callback(crpm_sim_drain_cb cb, void *arg); /* for media opened after */
-enum crpm_sim_mode { CRPM_SIM_NONE_LANDED, CRPM_SIM_ALL_LANDED, CRPM_SIM_RANDOM };
-/* Writes a crash image of m (m->size bytes) to out. */
-void crpm_sim_crash_image(crpm_media *m, int mode, uint64_t *rng, char *out);
-/* The media image (what is durable now), m->size bytes. */
-const char *crpm_sim_media(crpm_media *m);
 
 #endif

@@ -1,6 +1,7 @@
 /* Write log (persist.h). */
 #include <stdlib.h>
 #include <string.h>
+#include "grow.h"
 #include "persist.h"
 
 void crpm_wlog_note(crpm_wlog *l, uint64_t off, uint64_t len)
@@ -15,15 +16,9 @@ void crpm_wlog_note(crpm_wlog *l, uint64_t off, uint64_t len)
             return;
         }
     }
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 256;
-        crpm_wrange *v = realloc(l->v, cap * sizeof *v);
-        if (!v) {
-            l->lost = 1;
-            return;
-        }
-        l->v = v;
-        l->cap = cap;
+    if (CRPM_GROW(l->v, l->cap, l->n + 1, 256)) {
+        l->lost = 1;
+        return;
     }
     l->v[l->n++] = (crpm_wrange){off, len};
 }

@@ -153,6 +153,9 @@ static int start(const char *cfg, int expect_status)
 /* ---- tests ----------------------------------------------------------------- */
 static void test_order(void)
 {
+    /* a status names the level the restart comes from: compare it with CRPM_Ln */
+    CHECK(CRPM_STATUS_FRESH == 0 && CRPM_STATUS_L1 == CRPM_L1 && CRPM_STATUS_L2 == CRPM_L2 &&
+          CRPM_STATUS_L3 == CRPM_L3 && CRPM_STATUS_L4 == CRPM_L4, "CRPM_STATUS_Ln must equal n");
     int x = 0;
     CHECK(crpm_protect(0, &x, 1, CRPM_INT) == CRPM_ERR_STATE, "protect before init");
     CHECK(crpm_status() == CRPM_ERR_STATE, "status before init");
@@ -238,11 +241,24 @@ static void test_config(void)
     unsetenv("CRPM_CKPT_DIR");
     unsetenv("CRPM_JOB_NAME");
 
-    /* a bad test hook is a configuration error too */
-    setenv("CRPM_TEST_KILL", "1:during:3", 1);
-    rc = crpm_init(job_cfg("hookcfg", 0, NULL), MPI_COMM_WORLD);
-    CHECK(rc == CRPM_ERR_CONFIG && strstr(crpm_last_error(), "CRPM_TEST_KILL"), "bad hook: %d", rc);
-    unsetenv("CRPM_TEST_KILL");
+    /* A bad test hook or benchmark baseline is a configuration error in a
+     * build with the hooks (CTest says which: CRPM_TEST_HOOKS); a library
+     * built without them never reads these variables. */
+    const char *hv = getenv("CRPM_TEST_HOOKS");
+    int hooks = !hv || strcmp(hv, "OFF") != 0;
+    const char *hook_vars[][2] = {{"CRPM_TEST_KILL", "1:during:3"}, {"CRPM_BENCH_BASELINE", "l2_full_copy,fast"}};
+    for (int i = 0; i < 2; i++) {
+        setenv(hook_vars[i][0], hook_vars[i][1], 1);
+        rc = crpm_init(job_cfg("hookcfg", 0, NULL), MPI_COMM_WORLD);
+        if (hooks)
+            CHECK(rc == CRPM_ERR_CONFIG && strstr(crpm_last_error(), hook_vars[i][0]), "bad %s: %d", hook_vars[i][0],
+                  rc);
+        else
+            CHECK(rc == CRPM_SUCCESS, "a build without CRPM_TEST_HOOKS read %s: %d", hook_vars[i][0], rc);
+        if (rc == CRPM_SUCCESS)
+            crpm_finalize();
+        unsetenv(hook_vars[i][0]);
+    }
 }
 
 static void test_roundtrip(void)

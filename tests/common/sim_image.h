@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
+#include "grow.h"
 
 typedef struct sim_image_file {
     char path[4200];
@@ -79,11 +80,7 @@ static inline size_t sim_image_diff_pages(const char *a, const char *b, size_t n
         size_t len = n - off < 4096 ? n - off : 4096;
         if (memcmp(a + off, b + off, len) == 0)
             continue;
-        if (k == *cap) {
-            *cap = *cap ? 2 * *cap : 256;
-            *pages = realloc(*pages, *cap * sizeof **pages);
-            REQUIRE(*pages, "out of memory");
-        }
+        REQUIRE(CRPM_GROW(*pages, *cap, k + 1, 256) == 0, "out of memory");
         (*pages)[k++] = off / 4096;
     }
     return k;

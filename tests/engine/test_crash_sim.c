@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "check.h"
 #include "engine.h"
+#include "persist_sim.h"
 
 #define MAXR 8
 #define MAXE 128

@@ -288,6 +288,8 @@ def pick_l3(a, rng, must=None):
 
 def main():
     a = parse()
+    if any(HOOKS[a.level][(t + a.hook_start) % len(HOOKS[a.level])] for t in range(a.trials)):
+        crpmtest.require_test_hooks("killing ranks at level-%d points (CRPM_TEST_KILL)" % a.level)
     c = Ctx(a)
     print("seed %d, %d ranks as %d nodes, work dir %s" % (a.seed, L.NP, L.NNODES, c.workdir), flush=True)
     try:

@@ -21,6 +21,7 @@
 #include "engine.h"
 #include "fsutil.h"
 #include "level.h"
+#include "persist_sim.h"
 #include "sim_image.h"
 
 #define MAXR 6

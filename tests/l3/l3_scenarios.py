@@ -71,7 +71,7 @@ import l2_scenarios as S  # noqa: E402  (status, result, restarted, expect_all_f
 
 L.configure(8, 1)
 TIMEOUT = 60
-STATUS = {"fresh": 0, "l1": 1, "l4": 2, "l2": 3, "l3": 5}
+STATUS = {"fresh": 0, "l1": 1, "l2": 2, "l3": 3, "l4": 4}  # CRPM_STATUS_Ln == n
 VERIFY = {"CRPM_TEST_L3_VERIFY": "1"}
 ARGS = ["--n", "131072", "--window", "4096", "--ckpt-every", "2", "--level", "3"]
 REBUILT = re.compile(r"^\[crpm\] restart: (\d+) containers? rebuilt from level-3 parity at epoch (\d+)", re.M)

@@ -25,6 +25,7 @@
 #include "fsutil.h"
 #include "l3_code.h"
 #include "level.h"
+#include "persist_sim.h"
 #include "sim_image.h"
 
 #define NR 3

@@ -1,4 +1,4 @@
-/* The collective agreement (lib/mpi/agree.c), blocking and idle: success
+/* The collective agreement (lib/comm/agree.c), blocking and idle: success
  * everywhere only when every rank succeeded; the failing rank keeps its own
  * code and the others get CRPM_ERR_REMOTE naming it with its message; the
  * extra values are reduced with MIN in the same round; a rank arriving late

@@ -204,6 +204,8 @@ def run_trial(args, prog, t, ref_result, ref_lines):
 
 def main():
     args, prog = parse_args(sys.argv[1:])
+    if args.hook:
+        crpmtest.require_test_hooks("--hook-kill (CRPM_TEST_KILL)")
     args.workdir = os.path.abspath(args.workdir)
     os.makedirs(args.workdir, exist_ok=True)
     ref_result, ref_lines, ref_time = run_reference(args, prog)

@@ -28,14 +28,50 @@ import subprocess
 import tempfile
 import time
 
+#: Variables only a libcrpm built with -DCRPM_TEST_HOOKS=ON reads: the kill
+#: and pause hooks, level 3's parity check, the benchmarks' baselines.
+TEST_HOOK_VARS = ("CRPM_TEST_KILL", "CRPM_TEST_PAUSE", "CRPM_TEST_L3_VERIFY", "CRPM_BENCH_BASELINE")
+
 #: Variables a launch must not inherit from the driver's environment unless
-#: the driver sets them: the test kill and pause hooks, and the checkpoint
-#: location and job name overrides.
-CRPM_ENV_OVERRIDES = ("CRPM_TEST_KILL", "CRPM_TEST_PAUSE", "CRPM_CKPT_DIR", "CRPM_JOB_NAME")
+#: the driver sets them: the test hooks, and the checkpoint location and job
+#: name overrides.
+CRPM_ENV_OVERRIDES = TEST_HOOK_VARS + ("CRPM_CKPT_DIR", "CRPM_JOB_NAME")
+
+#: Exit code of a driver that skipped (CTest's SKIP_RETURN_CODE).
+SKIP_CODE = 77
 
 
 class Failure(Exception):
     """A check failed; the message says what was expected and what happened."""
+
+
+class Skipped(SystemExit):
+    """The test needs something this build lacks.  Uncaught, it ends the
+    driver with SKIP_CODE (CTest reports the test as skipped); no
+    `except Exception` swallows it."""
+
+    def __init__(self, why):
+        super().__init__(SKIP_CODE)
+        self.why = why
+
+
+def skip(why):
+    """Prints why and raises Skipped."""
+    print("SKIPPED: %s" % why, flush=True)
+    raise Skipped(why)
+
+
+def test_hooks_built():
+    """Whether libcrpm has the test hooks: CTest says so in CRPM_TEST_HOOKS
+    (ON or OFF); a run outside CTest is taken to use a test build."""
+    return os.environ.get("CRPM_TEST_HOOKS", "ON").upper() != "OFF"
+
+
+def require_test_hooks(what):
+    """Skips the driver (before it starts anything) unless libcrpm has the
+    test hooks that `what` needs."""
+    if not test_hooks_built():
+        skip("%s needs a libcrpm configured with -DCRPM_TEST_HOOKS=ON (this build has no test hooks)" % what)
 
 
 def check(cond, msg):
@@ -58,12 +94,15 @@ def mpiexec(np=None):
     return [exe] + (["-n", str(np)] if np is not None else []) + shlex.split(flags)
 
 
-def job_env(env=None, ckpt_dir=None, shm_dir=None, clear=("CRPM_TEST_KILL",)):
+def job_env(env=None, ckpt_dir=None, shm_dir=None, clear=TEST_HOOK_VARS):
     """Environment of a launch: the driver's, minus the names in clear, plus
     env (a dict; None values remove a name); then ckpt_dir sets CRPM_CKPT_DIR.
     shm_dir sets Open MPI's shared-memory backing directory: Open MPI never
     unlinks these files when a job is killed, so crash tests put them in a
-    directory they remove (CTest already points it into the build tree)."""
+    directory they remove (CTest already points it into the build tree).
+    A launch that sets a test hook's variable (TEST_HOOK_VARS) in a build
+    without the hooks would silently run without it: the driver skips
+    instead (Skipped)."""
     e = dict(os.environ)
     for k in clear:
         e.pop(k, None)
@@ -76,6 +115,9 @@ def job_env(env=None, ckpt_dir=None, shm_dir=None, clear=("CRPM_TEST_KILL",)):
         e["CRPM_CKPT_DIR"] = ckpt_dir
     if shm_dir is not None:
         e["OMPI_MCA_btl_vader_backing_directory"] = shm_dir
+    used = [k for k in TEST_HOOK_VARS if e.get(k)]
+    if used:
+        require_test_hooks(" and ".join(used))
     return e
 
 
@@ -297,9 +339,11 @@ def run_scenarios(scenarios, ctx, workdir, only=None, fatal=()):
     """Runs each scenario_<name>(ctx), printing "<name>: ok (t s)" or
     "<name>: FAILED: why", then "N passed, M failed"; a failure of a scenario
     named in `fatal` fails all the others without running them.  `only`
-    runs one scenario.  The work dir is removed unless something failed.
-    Returns the exit code for the driver."""
-    passed = failed = 0
+    runs one scenario.  A scenario that needs what the build lacks prints
+    why (skip) and "<name>: SKIPPED"; then the driver's code is SKIP_CODE unless
+    another scenario failed.  The work dir is removed unless something
+    failed.  Returns the exit code for the driver."""
+    passed = failed = skipped = 0
     for s in scenarios:
         name = s.__name__[len("scenario_"):]
         if only and name != only:
@@ -315,9 +359,12 @@ def run_scenarios(scenarios, ctx, workdir, only=None, fatal=()):
             if name in fatal:
                 failed += len(scenarios) - 1
                 break
+        except Skipped as e:
+            skipped += 1
+            print("%s: SKIPPED (above)" % name, flush=True)
     clean_workdir(workdir, keep=failed > 0)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    print("%d passed, %d failed%s" % (passed, failed, ", %d skipped" % skipped if skipped else ""))
+    return 1 if failed else SKIP_CODE if skipped else 0
 
 
 def shm_base():

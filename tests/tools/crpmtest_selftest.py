@@ -2,7 +2,8 @@
 """Self-test of crpmtest.py with real mpiexec jobs of 2 ranks (Python ranks,
 no libcrpm): run_job output and exit codes, a timeout that kills every rank,
 Job.kill leaving no rank alive, relaunch_until_done resuming a job that keeps
-its progress in a file, and the output helpers.  Prints "N passed, M failed"."""
+its progress in a file, the output helpers, and skipping what a build
+without the test hooks cannot run.  Prints "N passed, M failed"."""
 import os
 import sys
 import time
@@ -115,10 +116,52 @@ def t_relaunch(work):
     check(status == "failed" and len(launches) == 2, "tolerate: %s after %d launches" % (status, len(launches)))
 
 
+def t_skip(work):
+    """A launch that sets a test hook's variable is skipped, never run
+    without it, when CTest says the build has no hooks; with hooks it runs.
+    run_scenarios reports a skipped scenario and returns the skip code
+    unless another failed."""
+    saved = os.environ.get("CRPM_TEST_HOOKS")
+    try:
+        for var in crpmtest.TEST_HOOK_VARS:
+            os.environ["CRPM_TEST_HOOKS"] = "ON"
+            check(crpmtest.job_env({var: "1"})[var] == "1", "%s with hooks" % var)
+            os.environ["CRPM_TEST_HOOKS"] = "OFF"
+            check(crpmtest.job_env({"OTHER": "1"})["OTHER"] == "1", "a launch without hook variables")
+            try:
+                crpmtest.job_env({var: "1"})
+                raise crpmtest.Failure("%s without hooks was not skipped" % var)
+            except crpmtest.Skipped as e:
+                check(e.code == crpmtest.SKIP_CODE and var in e.why, "skip code and reason: %r" % (e.why,))
+
+        def scenario_plain(ctx):
+            pass
+
+        def scenario_hook(ctx):
+            crpmtest.job_env({"CRPM_TEST_KILL": "0:after_commit:1"})
+
+        def scenario_bad(ctx):
+            raise crpmtest.Failure("expected")
+        d = crpmtest.make_workdir(os.path.join(work, "skip"))
+        check(crpmtest.run_scenarios([scenario_plain, scenario_hook], None, d) == crpmtest.SKIP_CODE,
+              "a skipped scenario makes the driver skip")
+        d = crpmtest.make_workdir(os.path.join(work, "skipfail"))
+        check(crpmtest.run_scenarios([scenario_hook, scenario_bad], None, d) == 1, "a failure outweighs a skip")
+        crpmtest.clean_workdir(d)
+        os.environ["CRPM_TEST_HOOKS"] = "ON"
+        d = crpmtest.make_workdir(os.path.join(work, "noskip"))
+        check(crpmtest.run_scenarios([scenario_plain, scenario_hook], None, d) == 0, "with hooks nothing is skipped")
+    finally:
+        if saved is None:
+            os.environ.pop("CRPM_TEST_HOOKS", None)
+        else:
+            os.environ["CRPM_TEST_HOOKS"] = saved
+
+
 def main():
     work = crpmtest.make_workdir(prefix="crpmtest-selftest-")
     passed = failed = 0
-    for t in (t_run, t_timeout, t_kill, t_relaunch):
+    for t in (t_run, t_timeout, t_kill, t_relaunch, t_skip):
         t0 = time.time()
         try:
             t(work)

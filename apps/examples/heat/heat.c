@@ -38,10 +38,11 @@ static void crpm_check(int rc, const char *what, int collective)
 }
 
 /* The level whose data the restart used: level 1's containers, rebuilt from
- * level-2 copies or level-3 parity when nodes were lost, or level 4. */
+ * level-2 copies or level-3 parity when nodes were lost, or level 4
+ * (CRPM_STATUS_Ln == n). */
 static int restart_level(int status)
 {
-    return status == CRPM_STATUS_L4 ? 4 : status == CRPM_STATUS_L3 ? 3 : status == CRPM_STATUS_L2 ? 2 : 1;
+    return status >= CRPM_STATUS_L1 && status <= CRPM_STATUS_L4 ? status : 1;
 }
 
 static long parse_arg(int argc, char **argv, int *i)

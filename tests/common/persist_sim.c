@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "error.h"
-#include "persist.h"
 #include "persist_file.h"
+#include "persist_sim.h"
 
 #define LINE 64
 

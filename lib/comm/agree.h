@@ -1,7 +1,8 @@
 /* Collective agreement on failure: one rank's error becomes an error on
- * every rank, never a hang. */
-#ifndef CRPM_MPI_AGREE_H
-#define CRPM_MPI_AGREE_H
+ * every rank, never a hang.  Every level and the MPI layer agree through
+ * these; none writes its own. */
+#ifndef CRPM_COMM_AGREE_H
+#define CRPM_COMM_AGREE_H
 #include <mpi.h>
 #include <stdint.h>
 #include "mpi_error.h" /* crpm_mpi_fail */

@@ -3,8 +3,8 @@
  * others rebuild) the pollers take the cycles the working ranks need.  For
  * the waits of unbalanced phases (rebuilds, transfers), not for the short
  * agreements of every checkpoint. */
-#ifndef CRPM_LEVELS_MPI_WAIT_H
-#define CRPM_LEVELS_MPI_WAIT_H
+#ifndef CRPM_COMM_MPI_WAIT_H
+#define CRPM_COMM_MPI_WAIT_H
 #include <mpi.h>
 
 /* MPI_Waitall, sleeping briefly between tests: returns MPI's code.  st:
