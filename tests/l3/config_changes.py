@@ -46,7 +46,7 @@ import l2_scenarios as S  # noqa: E402  (status, result, restarted, expect_all_f
 
 NP = 8
 TIMEOUT = 60
-STATUS = {"l1": 1, "l2": 3, "l3": 5}
+STATUS = {"l1": 1, "l2": 2, "l3": 3}  # CRPM_STATUS_Ln == n
 ARGS = ["--n", "16384", "--window", "1024", "--ckpt-every", "2"]
 RECORDED = r"\(recorded in \S+/(?:rank|partner|parity)-\d+\.crpm\)"
 KEEP = "nothing was changed or removed"
