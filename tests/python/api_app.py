@@ -108,7 +108,23 @@ def seed(i, gen):
 
 # ---- phases ----------------------------------------------------------------------
 
+# dtype -> (C type code, element size): the C API's type where one has the
+# same meaning and size, an opaque record otherwise.
+TYPES = [(np.bool_, "TC_LOGICAL", 1), (np.int8, "TC_INT8", 1), (np.int16, "TC_INT16", 2), (np.int32, "TC_INT32", 4),
+         (np.int64, "TC_INT64", 8), (np.uint8, "TC_BYTE", 1), (np.uint16, "TYPE_USER", 2),
+         (np.uint32, "TC_UINT", 4), (np.uint64, "TC_ULONG", 8), (np.float16, "TYPE_USER", 2),
+         (np.float32, "TC_FLOAT", 4), (np.float64, "TC_DOUBLE", 8), (np.complex64, "TC_COMPLEX_FLOAT", 8),
+         (np.complex128, "TC_COMPLEX_DOUBLE", 16), (">f8", "TYPE_USER", 8), ("S7", "TYPE_USER", 7),
+         ([("a", "<i4"), ("b", "<f8")], "TYPE_USER", 12), ("datetime64[s]", "TYPE_USER", 8)]
+
+
 def phase_write(cfg):
+    for dt, code, size in TYPES:
+        t = crpm._types.crpm_type(dt)
+        check((t.code, t.size) == (getattr(crpm._consts, code), size),
+              "dtype %s: type (%d, %d), expected %s of %d bytes" % (np.dtype(dt), t.code, t.size, code, size))
+    t = crpm._types.crpm_type(np.longdouble)
+    check(t.code == crpm._consts.TC_LDOUBLE and t.size == np.dtype(np.longdouble).itemsize, "longdouble")
     crpm.init(cfg, comm)
     arrs = arrays()
     for i, a in enumerate(arrs):
