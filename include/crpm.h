@@ -107,8 +107,8 @@ CRPM_API int crpm_checkpoint(int id, int level);
  * checkpoint at the highest configured level (level 4 when glbl_dir is set)
  * and returns CRPM_SNAP_EXIT on every rank: save results, crpm_finalize (which
  * then keeps the checkpoints) and exit; a relaunch resumes from it.  With an
- * end time known, a checkpoint at that level is taken at the first call that
- * has none measured yet, to learn its cost.
+ * end time known and no checkpoint at that level measured yet, it takes one
+ * once half the time to the end has passed, to learn its cost.
  * Errors: those of crpm_recover and crpm_checkpoint. */
 CRPM_API int crpm_snapshot(void);
 

@@ -356,9 +356,14 @@ static void decide(crpm_ctx *ctx, const double *v, int *measure)
             next = fmax(next, s->gap[k]);
         double margin = ctx->cfg.end_time_safety * cost + next;
         log_margin(ctx, left, margin, cost, level, next);
+        if (!s->first_left)
+            s->first_left = left;
         if (left <= margin)
             reason |= CRPM_STOP_END_TIME;
-        else if (measure && v[V_COST + level] <= 0)
+        /* Not measured at the final level (the schedule may never take it):
+         * measure it while half the time is still left, not at the start,
+         * where a checkpoint of level 4 could be a needless cost. */
+        else if (measure && v[V_COST + level] <= 0 && left <= 0.5 * s->first_left)
             *measure = 1;
     }
     s->reason = reason;

@@ -33,6 +33,7 @@ typedef struct crpm_stop {
     double step_s;                    /* agreed seconds between two calls; 0: not measured */
     double gap[4];                    /* agreed seconds between recent checks */
     unsigned ngap;
+    double first_left;                /* seconds left at the first check that knew the end; 0: none yet */
     long calls, every;                /* calls since the last check; check every `every` calls */
     int reason;                       /* agreed CRPM_STOP_* bits; 0: keep going */
     double margin_logged;             /* margin last printed at verbosity 2 */
@@ -63,8 +64,9 @@ int crpm_stop_level(const struct crpm_ctx *ctx);
 /* Collective.  *stop = 1 when the job must stop (agreed, and sticky).  The
  * check itself runs on every call with `every_call`, else about every
  * 0.1 s of calls (counted in calls, so all ranks check at the same one).
- * *measure (may be NULL) = 1 when an end time is known but no checkpoint at
- * the final level was measured yet: the caller takes one now. */
+ * *measure (may be NULL) = 1 when an end time is known, no checkpoint at the
+ * final level was measured yet and half the time from the first check to
+ * the end has passed: the caller takes one now, to learn its cost. */
 int crpm_stop_poll(struct crpm_ctx *ctx, int every_call, int *stop, int *measure);
 /* Collective, at finalize of a run that stopped: rank 0 writes
  * CRPM_STOPPED_FILE with the reason; the checkpoints stay. */

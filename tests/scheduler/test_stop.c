@@ -120,9 +120,14 @@ static void decisions(const char *dir)
     setup(dir, 0, 0);
     CHECK(poll_once(1, &measure) == 0 && measure == 0, "nothing to stop for");
 
-    /* An end time, nothing measured: go on, but measure the final level. */
+    /* An end time, nothing measured: go on, and measure the final level
+     * once half the time is gone. */
     setup(dir, 100, 0);
-    CHECK(poll_once(1, &measure) == 0 && measure == 1, "measure first");
+    CHECK(poll_once(1, &measure) == 0 && measure == 0, "100 s left: not measured yet");
+    ctx.stop.end[0] = (double)time(NULL) + 60;
+    CHECK(poll_once(1, &measure) == 0 && measure == 0, "60 s of 100 left: not measured yet");
+    ctx.stop.end[0] = (double)time(NULL) + 45;
+    CHECK(poll_once(1, &measure) == 0 && measure == 1, "45 s of 100 left: measure now");
     /* A 10 s checkpoint with safety 2 needs 20 s: 100 s is enough... */
     crpm_stop_record(&ctx, 1, 10);
     CHECK(poll_once(1, &measure) == 0 && measure == 0, "100 s left, margin 20 s");
