@@ -86,10 +86,10 @@ def _int32(value, what):
     return value
 
 
-def init(config, comm=None):
+def init(config, comm=MPI.COMM_WORLD):
     """Collective: crpm_init(config, comm) with comm an mpi4py communicator
-    (default MPI.COMM_WORLD).  The library duplicates it.  Returns a
-    Session, a context manager that finalizes."""
+    (None: MPI.COMM_WORLD).  The library duplicates it.  Returns a Session,
+    a context manager that finalizes."""
     global _initialized
     comm = MPI.COMM_WORLD if comm is None else comm
     if not isinstance(comm, MPI.Comm):
