@@ -82,6 +82,7 @@ module crpm
   integer, parameter, public :: CRPM_SNAP_NONE         = 0
   integer, parameter, public :: CRPM_SNAP_RECOVERED    = 1
   integer, parameter, public :: CRPM_SNAP_CHECKPOINTED = 2
+  integer, parameter, public :: CRPM_SNAP_EXIT         = 3
 
   integer(c_int32_t), parameter, public :: CRPM_TC_CHAR = 1, CRPM_TC_SHORT = 2, &
        CRPM_TC_INT = 3, CRPM_TC_LONG = 4, CRPM_TC_LLONG = 5, CRPM_TC_UINT = 6, &
@@ -110,8 +111,8 @@ module crpm
   end type crpm_stats_t
 
   public :: crpm_init, crpm_protect, crpm_protect_bytes, crpm_status, crpm_recover, &
-       crpm_checkpoint, crpm_snapshot, crpm_finalize, crpm_strerror, crpm_last_error, &
-       crpm_get_stats
+       crpm_checkpoint, crpm_snapshot, crpm_should_exit, crpm_finalize, crpm_strerror, &
+       crpm_last_error, crpm_get_stats
 
   !> crpm_protect(id, array, ierr): any intrinsic kind listed above, any rank.
   interface crpm_protect
@@ -169,6 +170,11 @@ module crpm
        import :: c_int
        integer(c_int) :: rc
      end function c_snapshot
+
+     function c_should_exit() bind(C, name='crpm_should_exit') result(rc)
+       import :: c_int
+       integer(c_int) :: rc
+     end function c_should_exit
 
      function c_finalize() bind(C, name='crpm_finalize') result(rc)
        import :: c_int
@@ -229,11 +235,18 @@ contains
     ierr = track(c_checkpoint(int(id, c_int), int(level, c_int)))
   end subroutine crpm_checkpoint
 
-  !> ierr >= 0 is one of CRPM_SNAP_NONE / _RECOVERED / _CHECKPOINTED.
+  !> ierr >= 0 is one of CRPM_SNAP_NONE / _RECOVERED / _CHECKPOINTED / _EXIT.
   subroutine crpm_snapshot(ierr)
     integer, intent(out) :: ierr
     ierr = track(c_snapshot())
   end subroutine crpm_snapshot
+
+  !> Collective: ierr = 1 when the job must checkpoint and stop now (the same
+  !> on every rank), 0 when it may go on, < 0 on error.
+  subroutine crpm_should_exit(ierr)
+    integer, intent(out) :: ierr
+    ierr = track(c_should_exit())
+  end subroutine crpm_should_exit
 
   subroutine crpm_finalize(ierr)
     integer, intent(out) :: ierr

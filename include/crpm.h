@@ -106,8 +106,26 @@ CRPM_API int crpm_checkpoint(int id, int level);
  * the latter agreed collectively) has elapsed (CRPM_SNAP_CHECKPOINTED), else
  * returns CRPM_SNAP_NONE.  Every ckpt_interval_l2/_l3/_l4-th of its
  * checkpoints is taken at that level; when several are due, L4 > L3 > L2.
+ * When the job is asked to stop (see crpm_should_exit) it takes a final
+ * checkpoint at the highest configured level (level 4 when glbl_dir is set)
+ * and returns CRPM_SNAP_EXIT on every rank: save results, crpm_finalize (which
+ * then keeps the checkpoints) and exit; a relaunch resumes from it.  With an
+ * end time known and no checkpoint at that level measured yet, it takes one
+ * once half the time to the end has passed, to learn its cost.
  * Errors: those of crpm_recover and crpm_checkpoint. */
 CRPM_API int crpm_snapshot(void);
+
+/* Collective: 1 when the job should stop now, 0 when it may go on, the same
+ * on every rank (any rank that sees a reason decides for all).  Reasons: the
+ * end of the allocation (end_time or CRPM_END_TIME, or the scheduler's
+ * SLURM_JOB_END_TIME; the earliest) is closer than end_time_safety times the
+ * measured cost of the final checkpoint plus the time to the next call;
+ * exit_signal was received by any rank; a file HALT is in the job directory
+ * (crpm-halt).  Once 1, it stays 1 until finalize, which then keeps the
+ * checkpoints.  The application checkpoints (crpm_checkpoint) and exits;
+ * crpm_snapshot does both for it (CRPM_SNAP_EXIT).
+ * Errors: CRPM_ERR_STATE (before init). */
+CRPM_API int crpm_should_exit(void);
 
 /* Collective: close the containers; removes this job's checkpoints unless
  * keep_last_ckpt = 1.  The library is uninitialised afterwards, even on error.
@@ -120,6 +138,12 @@ CRPM_API int crpm_finalize(void);
  * `origin` names the configuration in messages (may be NULL).  The
  * environment overrides of crpm_init apply.  Errors: as crpm_init. */
 CRPM_API int crpm_init_text(const char *ini_text, const char *origin, MPI_Comm comm);
+
+/* crpm_init with the communicator's Fortran handle (MPI_Comm_c2f; mpi4py's
+ * comm.py2f()): for bindings that reach C through a foreign-function
+ * interface and cannot name an MPI_Comm (the Python package uses it).
+ * Errors: as crpm_init. */
+CRPM_API int crpm_init_fcomm(const char *config_file, MPI_Fint comm);
 
 /* Longest array name accepted by crpm_set_name, with the terminating NUL. */
 #define CRPM_NAME_MAX 256

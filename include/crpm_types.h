@@ -65,6 +65,7 @@ extern "C" {
 #define CRPM_SNAP_NONE         0  /* nothing to do this call */
 #define CRPM_SNAP_RECOVERED    1  /* protected arrays were restored from a checkpoint */
 #define CRPM_SNAP_CHECKPOINTED 2  /* a checkpoint was taken */
+#define CRPM_SNAP_EXIT         3  /* the job was asked to stop: a final checkpoint was taken, exit now */
 
 /* ---- data types -------------------------------------------------------- */
 /* A type is its code plus element size in bytes.  Codes below

@@ -19,6 +19,7 @@
 #include "layout.h"
 #include "restart.h"
 #include "schedule.h"
+#include "stop.h"
 #include "testhook.h"
 
 /* ---- predefined types ---------------------------------------------------- */
@@ -107,6 +108,7 @@ static void free_ctx(void)
 {
     if (!ctx)
         return;
+    crpm_stop_end(ctx);
     crpm_level_close(&ctx->l2);
     crpm_level_close(&ctx->l3);
     free(ctx->l3_groups);
@@ -263,6 +265,8 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
     };
     if (rc == 0)
         rc = crpm_level_l4(&ctx->l4, &ctx->env, NULL);
+    if (rc == 0)
+        rc = crpm_stop_start(ctx);
     rc = agree(rc, fn);
     if (rc == 0)
         rc = crpm_jobdir_finish_removal(ctx);
@@ -284,6 +288,11 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
 }
 
 int crpm_init(const char *config_file, MPI_Comm comm) { return init_common(config_file, NULL, comm); }
+
+int crpm_init_fcomm(const char *config_file, MPI_Fint comm)
+{
+    return init_common(config_file, NULL, MPI_Comm_f2c(comm));
+}
 
 int crpm_init_text(const char *ini_text, const char *origin, MPI_Comm comm)
 {
@@ -631,6 +640,7 @@ int crpm_checkpoint(int id, int level)
     ctx->cost[2] = t_red;
     st.seconds = t1 - t0;
     st.checkpoints = 1;
+    crpm_stop_record(ctx, level, t1 - t0);
     add_stats(&st);
     ctx->last_ckpt_time = t1;
     if (ctx->cfg.verbosity >= 2)
@@ -647,15 +657,34 @@ int crpm_snapshot(void)
         int rc = crpm_recover();
         return rc < 0 ? rc : CRPM_SNAP_RECOVERED;
     }
-    int level, rc = crpm_schedule_due(ctx, &level);
+    int stop, measure, level, rc = crpm_stop_poll(ctx, 0, &stop, &measure);
+    if (rc == 0 && stop) {
+        rc = crpm_checkpoint((int)(ctx->last_id + 1), crpm_stop_level(ctx));
+        /* Levels that complete in the background must be waited for here,
+         * before the application is told to stop. */
+        return rc < 0 ? rc : CRPM_SNAP_EXIT;
+    }
+    if (rc == 0)
+        rc = crpm_schedule_due(ctx, &level);
     if (rc != 0)
         return report(rc, fn);
+    if (measure) /* the cost of the final checkpoint decides when to stop */
+        level = crpm_stop_level(ctx);
     if (!level)
         return CRPM_SNAP_NONE;
     rc = crpm_checkpoint((int)(ctx->last_id + 1), level);
     if (rc == 0)
         rc = report(crpm_schedule_taken(ctx, level), fn);
     return rc < 0 ? rc : CRPM_SNAP_CHECKPOINTED;
+}
+
+int crpm_should_exit(void)
+{
+    const char *fn = "crpm_should_exit";
+    if (!ctx)
+        return report(crpm_error(CRPM_ERR_STATE, "crpm_should_exit: call crpm_init first"), fn);
+    int stop, rc = crpm_stop_poll(ctx, 1, &stop, NULL);
+    return rc ? report(rc, fn) : stop;
 }
 
 /* ---- finalize / stats -------------------------------------------------------- */
@@ -665,7 +694,9 @@ int crpm_finalize(void)
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_finalize: call crpm_init first"), fn);
     int rc = agree(CRPM_SUCCESS, fn);
-    if (rc == 0 && !ctx->cfg.keep_last_ckpt)
+    if (rc == 0 && ctx->stop.reason) /* stopped early: the checkpoints are needed */
+        rc = crpm_stop_mark(ctx);
+    else if (rc == 0 && !ctx->cfg.keep_last_ckpt)
         rc = crpm_jobdir_remove(ctx);
     if (rc != 0)
         report(rc, fn);

@@ -20,11 +20,12 @@
 #include "error.h"
 #include "fsutil.h"
 #include "persist.h" /* enum crpm_persistence */
+#include "stop.h"    /* end_time and exit_signal values */
 
 enum key_id {
     K_CKPT_DIR, K_JOB_NAME, K_CKPT_INTERVAL, K_CKPT_INTERVAL_S, K_KEEP_LAST_CKPT, K_VERBOSITY,
     K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4, K_MTBF_S, K_MTBF_L4_S, K_NODE_SIZE, K_CKPT_INTERVAL_L2,
-    K_CKPT_INTERVAL_L3, K_GROUP_SIZE, K_L3_PARITY,
+    K_CKPT_INTERVAL_L3, K_GROUP_SIZE, K_L3_PARITY, K_END_TIME, K_END_TIME_SAFETY, K_EXIT_SIGNAL,
     K_SEGMENT_SIZE, K_BLOCK_SIZE, K_PERSISTENCE, K_METHOD, K_CHANGE_TRACKING,
     K_LOCK_WAIT_S, K_ON_UNRECOVERABLE, K_HUGE_PAGES,
     K_COUNT
@@ -49,6 +50,9 @@ static const struct key_desc {
     [K_CKPT_INTERVAL_L3] = {"basic", "ckpt_interval_l3"},
     [K_GROUP_SIZE] = {"basic", "group_size"},
     [K_L3_PARITY] = {"basic", "l3_parity"},
+    [K_END_TIME] = {"basic", "end_time"},
+    [K_END_TIME_SAFETY] = {"basic", "end_time_safety"},
+    [K_EXIT_SIGNAL] = {"basic", "exit_signal"},
     [K_SEGMENT_SIZE] = {"advanced", "segment_size"},
     [K_BLOCK_SIZE] = {"advanced", "block_size"},
     [K_PERSISTENCE] = {"advanced", "persistence"},
@@ -76,6 +80,7 @@ void crpm_config_defaults(crpm_config *cfg)
     cfg->verbosity = 1;
     cfg->persistence = CRPM_PERSIST_AUTO;
     cfg->lock_wait_s = 5;
+    cfg->end_time_safety = 2;
 }
 
 static int parse_long(const char *v, long lo, long hi, long *out)
@@ -233,6 +238,21 @@ static int set_basic(crpm_config *cfg, int k, const char *value, const char **wa
         cfg->verbosity = (int)l;
         *want = "0, 1, 2 or 3";
         break;
+    case K_END_TIME:
+        cfg->end_time = 0;
+        ok = !*value || crpm_stop_parse_time(value, &cfg->end_time) == 0;
+        *want = "Unix seconds or an ISO 8601 time (2024-06-11T14:30:00Z), or nothing";
+        break;
+    case K_END_TIME_SAFETY:
+        ok = parse_seconds(value, &cfg->end_time_safety) == 0 && cfg->end_time_safety >= 1 &&
+             cfg->end_time_safety <= 100;
+        *want = "a factor from 1 to 100";
+        break;
+    case K_EXIT_SIGNAL:
+        cfg->exit_signal = 0;
+        ok = !*value || crpm_stop_parse_signal(value, &cfg->exit_signal) == 0;
+        *want = "a signal name (USR1, USR2, TERM, ...) or nothing";
+        break;
     }
     (void)l;
     return ok;
@@ -359,6 +379,13 @@ int crpm_config_parse(const char *text, const char *name, crpm_config *cfg)
             return crpm_error(CRPM_ERR_CONFIG,
                               "environment CRPM_JOB_NAME='%s': expected letters, digits, '.', '_' or '-'", env);
         strcpy(cfg->job_name, env);
+    }
+    env = getenv("CRPM_END_TIME");
+    if (env && *env) {
+        if (crpm_stop_parse_time(env, &cfg->end_time) != 0)
+            return crpm_error(CRPM_ERR_CONFIG, "environment CRPM_END_TIME='%s': expected Unix seconds or an ISO 8601 "
+                              "time (2024-06-11T14:30:00Z)", env);
+        cfg->end_time_env = 1;
     }
     if (!cfg->ckpt_dir[0])
         return crpm_error(CRPM_ERR_CONFIG,

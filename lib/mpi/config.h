@@ -28,6 +28,10 @@ typedef struct crpm_config {
     int keep_last_ckpt;                 /* 1: finalize leaves the checkpoints */
     int keep_l4;                        /* level-4 files kept (newest first) */
     int verbosity;                      /* 0 quiet .. 3 debug */
+    double end_time;                    /* end of the allocation, Unix seconds; 0 = not given */
+    int end_time_env;                   /* 1: end_time came from CRPM_END_TIME */
+    double end_time_safety;             /* final checkpoint's measured cost x this = stop margin */
+    int exit_signal;                    /* signal that asks the job to stop; 0 = none */
     /* [advanced] */
     uint64_t segment_size;              /* 0 = engine default */
     uint64_t block_size;                /* 0 = engine default */

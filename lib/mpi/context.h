@@ -10,6 +10,7 @@
 #include "interval.h"
 #include "config.h"
 #include "level.h"
+#include "stop.h"
 #include "topology.h"
 
 typedef struct crpm_ctx {
@@ -58,6 +59,7 @@ typedef struct crpm_ctx {
                                   part, and the level-2/3 part alone (after level 1 committed) */
     crpm_interval auto_iv[2];  /* automatic intervals of level 1 and level 4 */
     double auto_logged[2];     /* interval last printed at verbosity 2 */
+    crpm_stop stop;            /* reasons to stop before the scheduler does (stop.c) */
 
     crpm_stats_t last, total;
 

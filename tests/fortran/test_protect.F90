@@ -433,6 +433,8 @@ program test_protect
      call run_derived(MODE_READ, NGROW, nbad)
      call crpm_snapshot(ierr)
      call require(ierr == CRPM_SNAP_RECOVERED, 'crpm_snapshot recovers', ierr)
+     call crpm_should_exit(ierr)
+     call require(ierr == 0, 'crpm_should_exit: no reason to stop', ierr)
      call run_all_kinds(MODE_CHECK, nbad)
      call run_derived(MODE_CHECK, NGROW, nbad)
      call finish()
@@ -493,7 +495,7 @@ contains
          integer(c_int) :: count
        end function c_constants
     end interface
-    integer, parameter :: NC = 57
+    integer, parameter :: NC = 58
     integer(c_int32_t) :: cvals(NC + 1)
     integer :: fvals(NC), i, code
     real(real64), target :: x(10)
@@ -506,7 +508,7 @@ contains
          CRPM_ERR_NRANKS, CRPM_ERR_HDF5, CRPM_ERR_NOTSUP, CRPM_ERR_RANGE, &
          CRPM_L1, CRPM_L2, CRPM_L3, CRPM_L4, CRPM_STATUS_FRESH, CRPM_STATUS_L1, CRPM_STATUS_L4, &
          CRPM_STATUS_L2, CRPM_STATUS_L3, &
-         CRPM_SNAP_NONE, CRPM_SNAP_RECOVERED, CRPM_SNAP_CHECKPOINTED, &
+         CRPM_SNAP_NONE, CRPM_SNAP_RECOVERED, CRPM_SNAP_CHECKPOINTED, CRPM_SNAP_EXIT, &
          int(CRPM_TC_CHAR), int(CRPM_TC_SHORT), int(CRPM_TC_INT), int(CRPM_TC_LONG), &
          int(CRPM_TC_LLONG), int(CRPM_TC_UINT), int(CRPM_TC_ULONG), int(CRPM_TC_FLOAT), &
          int(CRPM_TC_DOUBLE), int(CRPM_TC_LDOUBLE), int(CRPM_TC_BYTE), int(CRPM_TC_INT8), &

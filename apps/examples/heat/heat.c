@@ -6,16 +6,24 @@
  * to rank 0 and combined by rank), so a run restarted from a checkpoint must
  * print exactly what a failure-free run prints.
  *
- *   heat [--nx N] [--ny N] [--iters N] [--print-every N]
- *        [--crpm cfg.ini [--ckpt-every N]]
+ *   heat [--nx N] [--ny N] [--iters N] [--print-every N] [--delay-us N]
+ *        [--crpm cfg.ini [--ckpt-every N [--check-exit]]]
+ *
+ * --delay-us makes each iteration sleep that long: a longer computation at
+ * a steady pace, for tests that need one.
  *
  * With --crpm and --ckpt-every N the program calls crpm_checkpoint every N
  * iterations; with --crpm and no --ckpt-every it calls crpm_snapshot() every
- * iteration and the configuration's ckpt_interval / ckpt_interval_s decide. */
+ * iteration and the configuration's ckpt_interval / ckpt_interval_s decide.
+ * When the job is asked to stop (end of the allocation, exit_signal, a HALT
+ * file) it stops after the final checkpoint: crpm_snapshot says so, or, with
+ * --ckpt-every and --check-exit, crpm_should_exit every iteration. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 
@@ -72,13 +80,40 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
     return h;
 }
 
+/* Rank 0 prints the FNV-1a digest of every rank's rows (combined in rank
+ * order) and their sum: equal only if the grids are bitwise equal. */
+static void print_checksum(const double *u, long rows, long nx)
+{
+    uint64_t h = fnv1a(0xcbf29ce484222325ULL, u + nx, (size_t)rows * (size_t)nx * sizeof *u);
+    double sum = 0;
+    for (long i = nx; i < (rows + 1) * nx; i++)
+        sum += u[i];
+    uint64_t *hs = rank == 0 ? malloc(sizeof *hs * (size_t)nranks) : NULL;
+    double *ss = rank == 0 ? malloc(sizeof *ss * (size_t)nranks) : NULL;
+    MPI_Gather(&h, 1, MPI_UINT64_T, hs, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    MPI_Gather(&sum, 1, MPI_DOUBLE, ss, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        uint64_t all = 0xcbf29ce484222325ULL;
+        double total = 0;
+        for (int r = 0; r < nranks; r++) {
+            all = fnv1a(all, &hs[r], sizeof hs[r]);
+            total += ss[r];
+        }
+        printf("checksum %016" PRIx64 " sum %.17g\n", all, total);
+        fflush(stdout);
+    }
+    free(hs);
+    free(ss);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
-    long nx = 256, ny = 256, iters = 1000, ckpt_every = 0, print_every = -1;
+    long nx = 256, ny = 256, iters = 1000, ckpt_every = 0, print_every = -1, delay_us = 0;
+    int check_exit = 0;
     const char *cfg = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--nx") == 0)
@@ -93,11 +128,15 @@ int main(int argc, char **argv)
             print_every = parse_arg(argc, argv, &i);
         else if (strcmp(argv[i], "--crpm") == 0 && i + 1 < argc)
             cfg = argv[++i];
+        else if (strcmp(argv[i], "--delay-us") == 0)
+            delay_us = parse_arg(argc, argv, &i);
+        else if (strcmp(argv[i], "--check-exit") == 0)
+            check_exit = 1;
         else {
             if (rank == 0)
                 fprintf(stderr,
-                        "usage: heat [--nx N] [--ny N] [--iters N] [--print-every N] [--crpm cfg.ini "
-                        "[--ckpt-every N]]\n");
+                        "usage: heat [--nx N] [--ny N] [--iters N] [--print-every N] [--delay-us N] "
+                        "[--crpm cfg.ini [--ckpt-every N [--check-exit]]]\n");
             MPI_Finalize();
             return 2;
         }
@@ -157,9 +196,14 @@ int main(int argc, char **argv)
     int up = rank > 0 ? rank - 1 : MPI_PROC_NULL, down = rank < nranks - 1 ? rank + 1 : MPI_PROC_NULL;
     /* Interior rows: global rows 1 .. ny-2. */
     long r_lo = row0 == 0 ? 2 : 1, r_hi = row0 + rows == ny ? rows - 1 : rows;
-    int start = iter;
+    int start = iter, stop = 0;
     for (;;) {
-        if (cfg && ckpt_every > 0 && iter > start && iter % ckpt_every == 0) {
+        int exit_now = 0;
+        if (cfg && ckpt_every > 0 && check_exit && iter < iters) {
+            exit_now = crpm_should_exit();
+            crpm_check(exit_now, "crpm_should_exit", 1);
+        }
+        if (cfg && ckpt_every > 0 && iter > start && (iter % ckpt_every == 0 || exit_now)) {
             crpm_check(crpm_protect(1, u, (int64_t)n, CRPM_DOUBLE), "crpm_protect", 0);
             crpm_check(crpm_checkpoint(iter, CRPM_L1), "crpm_checkpoint", 1);
         } else if (cfg && ckpt_every == 0) {
@@ -170,6 +214,20 @@ int main(int argc, char **argv)
                 printf("heat: restarted from iteration %d (level %d)\n", iter, restart_level(crpm_status()));
                 fflush(stdout);
             }
+            exit_now = s == CRPM_SNAP_EXIT;
+        }
+        if (exit_now) {
+            /* Every rank stops at the same iteration: the library agreed. */
+            int lo, hi;
+            MPI_Allreduce(&iter, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+            MPI_Allreduce(&iter, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+            if (rank == 0 && lo == hi)
+                printf("heat: stopped at iteration %d on every rank; a relaunch resumes\n", iter);
+            else if (rank == 0)
+                printf("heat: ranks stopped at different iterations %d..%d\n", lo, hi);
+            fflush(stdout);
+            stop = 1;
+            break;
         }
         if (iter >= iters)
             break;
@@ -193,6 +251,10 @@ int main(int argc, char **argv)
         u = v;
         v = t;
         iter++;
+        if (delay_us > 0) {
+            struct timespec ts = {delay_us / 1000000, (delay_us % 1000000) * 1000};
+            nanosleep(&ts, NULL);
+        }
         if (iter % print_every == 0) {
             double gdiff; /* a max is exact in any reduction order */
             MPI_Allreduce(&diff, &gdiff, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -203,26 +265,8 @@ int main(int argc, char **argv)
         }
     }
 
-    uint64_t h = fnv1a(0xcbf29ce484222325ULL, u + nx, (size_t)rows * (size_t)nx * sizeof *u);
-    double sum = 0;
-    for (long i = nx; i < (rows + 1) * nx; i++)
-        sum += u[i];
-    uint64_t *hs = rank == 0 ? malloc(sizeof *hs * (size_t)nranks) : NULL;
-    double *ss = rank == 0 ? malloc(sizeof *ss * (size_t)nranks) : NULL;
-    MPI_Gather(&h, 1, MPI_UINT64_T, hs, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    MPI_Gather(&sum, 1, MPI_DOUBLE, ss, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        uint64_t all = 0xcbf29ce484222325ULL;
-        double total = 0;
-        for (int r = 0; r < nranks; r++) {
-            all = fnv1a(all, &hs[r], sizeof hs[r]);
-            total += ss[r];
-        }
-        printf("checksum %016" PRIx64 " sum %.17g\n", all, total);
-        fflush(stdout);
-    }
-    free(hs);
-    free(ss);
+    if (!stop)
+        print_checksum(u, rows, nx);
     if (cfg) {
         crpm_stats_t tot;
         crpm_check(crpm_get_stats(NULL, &tot), "crpm_get_stats", 0);
