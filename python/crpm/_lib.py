@@ -36,7 +36,7 @@ def _candidates():
     found = []
     if _paths is not None and _paths.LIBRARY:
         found.append(_paths.LIBRARY)
-    found.append(ctypes.util.find_library("crpm") or "libcrpm.so.1")
+    found.append(ctypes.util.find_library("crpm") or "libcrpm.so")
     return found
 
 

@@ -164,7 +164,7 @@ def scenario_pip(c):
     if r.returncode != 0:
         print("  (skipped: no venv module: %s)" % r.stderr.strip().splitlines()[-1:])
         return
-    lib = os.path.join(c.a.build, "lib", "libcrpm.so.1")
+    lib = os.path.realpath(os.path.join(c.a.build, "lib", "libcrpm.so"))  # this build's, whatever its version
     env = dict(os.environ, CRPM_INCLUDE_DIR=os.path.join(c.a.source, "include"), CRPM_LIBRARY=lib,
                PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
     env.pop("PYTHONPATH", None)
