@@ -454,9 +454,11 @@ static void open_parity(crpm_level *lv)
         return;
     crpm_open_opts oo = {.path = s->ppath, .job_name = lv->env->job_name, .rank = lv->env->rank,
                          .nranks = lv->env->nranks, .persistence = s->o.persistence, .backend = s->o.backend};
-    if (crpm_container_open(&oo, &s->pc, NULL) != 0) {
+    int rc = crpm_container_open(&oo, &s->pc, NULL);
+    if (rc != 0) {
         s->pc = NULL;
         snprintf(s->pwhy, sizeof s->pwhy, "%s", crpm_last_error());
+        s->pbad = rc == CRPM_ERR_CORRUPT; /* written whole under a temporary name: never half a rewrite */
     }
     crpm_error_clear(); /* a parity container that does not open is a fact, not an error */
 }
@@ -492,17 +494,24 @@ static int size_parity(l3_state *s, uint64_t bytes, int zero)
 }
 
 /* A parity container to write into: the open one, or a new one (a file
- * that does not open holds nothing the data containers cannot re-encode). */
+ * that does not open holds nothing the data containers cannot re-encode).
+ * The open one must carry the containers' run identity: after a restart
+ * that made them anew (level 4, a fresh start) the parity of the run
+ * before is replaced, or no restart could ever use what it encodes. */
 static int ensure_parity(crpm_level *lv)
 {
     l3_state *s = st_of(lv);
+    uint8_t run[CRPM_RUN_ID_LEN], prun[CRPM_RUN_ID_LEN];
+    crpm_container_run_id(s->own, run);
     if (s->pc)
+        crpm_container_run_id(s->pc, prun);
+    if (s->pc && memcmp(run, prun, sizeof run) == 0)
         return CRPM_SUCCESS;
+    crpm_container_close(s->pc);
+    s->pc = NULL;
     char tmp[CRPM_PATH_MAX + 8];
     snprintf(tmp, sizeof tmp, "%s.tmp", s->ppath);
     crpm_unlink_quiet(tmp);
-    uint8_t run[CRPM_RUN_ID_LEN];
-    crpm_container_run_id(s->own, run);
     crpm_open_opts oo = {.path = tmp, .segment_size = s->segsize, .block_size = s->blksize,
                          .job_name = lv->env->job_name, .rank = lv->env->rank, .nranks = lv->env->nranks,
                          .persistence = s->o.persistence, .backend = s->o.backend, .create = 1, .run_id = run,
@@ -639,10 +648,10 @@ static int encode(crpm_level *lv, int want_delta, uint64_t *sent, int hook)
     image_free(&s->cur);
     int irc = s->own ? image_of(s->own, s->unit, &s->cur) : crpm_error(CRPM_ERR_STATE, "level 3: no container attached");
     uint64_t epoch = irc ? 0 : crpm_container_epoch(s->own);
+    int lrc = irc ? CRPM_SUCCESS : ensure_parity(lv); /* first: it may replace the parity (par_epoch 0) */
     int need_full = irc || !want_delta || !s->have_base || s->base_epoch + 1 != epoch ||
                     !crpm_container_prev_available(s->own) || !same_layout(&s->base, &s->cur) ||
                     s->par_epoch + 1 != epoch || !s->pc;
-    int lrc = irc ? CRPM_SUCCESS : ensure_parity(lv);
     /* one reduction: can everyone go on, and with a delta or a full encode */
     int64_t v[4] = {irc != 0, lrc != 0, need_full, (int64_t)((s->cur.nunits + (uint64_t)s->k - 1) / (uint64_t)s->k)};
     int64_t r[4];
