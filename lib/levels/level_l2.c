@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include "fsutil.h"
 #include "l2_xfer.h"
@@ -82,6 +84,18 @@ static void close_held(held *h)
     h->r = NULL;
 }
 
+/* The file's commit word is zero: a sync rewriting it in place stopped. */
+static int word_cleared(const char *path)
+{
+    uint64_t w = 1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && pread(fd, &w, sizeof w, CRPM_WORD_OFF) != (ssize_t)sizeof w)
+        w = 1;
+    if (fd >= 0)
+        close(fd);
+    return w == 0;
+}
+
 int crpm_level_l2_open_copies(crpm_level *lv)
 {
     l2_state *s = st_of(lv);
@@ -96,9 +110,12 @@ int crpm_level_l2_open_copies(crpm_level *lv)
         }
         crpm_open_opts oo = {.path = h->path, .job_name = lv->env->job_name, .rank = h->owner,
                              .nranks = lv->env->nranks, .persistence = s->o.persistence, .backend = s->o.backend};
-        if (crpm_format_open(&oo, &h->r, NULL) != 0) {
+        int orc = crpm_format_open(&oo, &h->r, NULL);
+        if (orc != 0) {
             h->r = NULL;
             snprintf(h->why, sizeof h->why, "%s", crpm_last_error());
+            /* its checksums failed, unless a sync in place was cut short (it clears the word first) */
+            h->bad = orc == CRPM_ERR_CORRUPT && !word_cleared(h->path);
         }
     }
     crpm_error_clear(); /* a copy that does not open is a fact, not an error */

@@ -305,7 +305,7 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
         fmt_ranks(ranks, sizeof ranks, f, CRPM_F_EXISTS, 0);
         return crpm_error(CRPM_ERR_MISSING,
                           "crpm_init: job '%s' has checkpoints in %s but the container of rank(s) %s is missing%s; "
-                          "refusing to start fresh over them (remove the directory to start anew)",
+                          "refusing to start fresh over them; no file was changed or removed",
                           job_name, job_dir, ranks,
                           l2 ? " and so is its level-2 partner copy (a node and its partner node were lost; no "
                                "level-4 checkpoint to fall back to)" : "");
