@@ -71,19 +71,22 @@ static void judge_l1(const crpm_restart_facts *f, crpm_verdict *v)
     /* Only damage or loss lets another level take over; a configuration
      * that does not match the containers (geometry, job, rank count,
      * format) is a mistake to fix, whatever level 4 holds. */
-    int damage_only = 1, corrupt = 0, lost_copy = 0;
+    int damage_only = 1, corrupt = 0, lost_copy = 0, bad = 0;
     for (int r = 0; r < f->nranks; r++) {
         const int64_t *x = row(f, r);
         if (x[CRPM_F_RC] < 0 && !damaged_rc(x[CRPM_F_RC]))
             damage_only = 0;
         corrupt |= x[CRPM_F_RC] == CRPM_ERR_CORRUPT || x[CRPM_F_PAR_BAD];
         lost_copy |= !x[CRPM_F_EXISTS] && x[CRPM_F_REP_BAD];
+        bad |= x[CRPM_F_BAD] != 0; /* also when a patch replaced it by a copy of another epoch */
     }
     /* damage the checksums found made level 1 unusable (a corrupt container,
      * or a loss that a corrupt partner copy, parity or level-4 file could
-     * not make good): one error on every rank naming all of it */
+     * not make good, or a corrupt container whose only replacement is of an
+     * epoch the others cannot reach): one error on every rank naming all of it */
     if ((v->l1 == CRPM_L1S_OPEN && damage_only && corrupt) ||
-        (v->l1 == CRPM_L1S_MISSING && (corrupt || lost_copy || f->l4_damaged)))
+        (v->l1 == CRPM_L1S_MISSING && (corrupt || lost_copy || bad || f->l4_damaged)) ||
+        (v->l1 == CRPM_L1S_EPOCH && bad))
         v->l1 = CRPM_L1S_CORRUPT;
     v->damaged = v->l1 == CRPM_L1S_MISSING || v->l1 == CRPM_L1S_EPOCH || v->l1 == CRPM_L1S_CORRUPT ||
                  (v->l1 == CRPM_L1S_OPEN && damage_only);
@@ -219,9 +222,15 @@ static void fmt_if(char *buf, size_t n, const crpm_restart_facts *f, int (*pred)
         snprintf(buf + used, n - used, " and %d more", total - listed);
 }
 
-static int is_corrupt(const int64_t *x) { return x[CRPM_F_EXISTS] && x[CRPM_F_RC] == CRPM_ERR_CORRUPT; }
+static int is_corrupt(const int64_t *x)
+{
+    return x[CRPM_F_BAD] || (x[CRPM_F_EXISTS] && x[CRPM_F_RC] == CRPM_ERR_CORRUPT);
+}
 static int is_missing(const int64_t *x) { return !x[CRPM_F_EXISTS]; }
-static int is_unreadable(const int64_t *x) { return x[CRPM_F_RC] < 0 && x[CRPM_F_RC] != CRPM_ERR_CORRUPT; }
+static int is_unreadable(const int64_t *x)
+{
+    return x[CRPM_F_RC] < 0 && x[CRPM_F_RC] != CRPM_ERR_CORRUPT && !x[CRPM_F_BAD];
+}
 static int rep_bad(const int64_t *x) { return x[CRPM_F_REP_BAD] != 0; }
 static int par_bad(const int64_t *x) { return x[CRPM_F_PAR_BAD] != 0; }
 static int prev_bad(const int64_t *x) { return x[CRPM_F_PREV_BAD] != 0; }
@@ -258,11 +267,11 @@ static int damage_error(const crpm_restart_facts *f, int me, const char *own_msg
     if (f->l4_damaged && used < sizeof what)
         snprintf(what + used, sizeof what - used, "%sthe level-4 files are damaged", used ? "; " : "");
     const int64_t *mine = row(f, me);
-    int own = mine[CRPM_F_RC] < 0 && own_msg && own_msg[0];
+    int own = (mine[CRPM_F_RC] < 0 || mine[CRPM_F_BAD]) && own_msg && own_msg[0];
     return crpm_error(CRPM_ERR_CORRUPT,
                       "crpm_init: job '%s' cannot restart: %s; no intact partner copy, level-3 parity or level-4 "
-                      "checkpoint can make good what is damaged or lost and the ranks hold no common intact earlier "
-                      "epoch; no file was changed or removed%s%s",
+                      "checkpoint makes good what is damaged or lost at an epoch every rank holds; no file was "
+                      "changed or removed%s%s",
                       job_name, what, own ? "; this rank: " : "", own ? own_msg : "");
 }
 

@@ -182,7 +182,7 @@ static irow lost(void)
 /* its partner copy lags one epoch */
 static irow behind(irow x)
 {
-    x.f[CRPM_F_REP_EPOCH] = x.f[CRPM_F_EPOCH] - 1;
+    x.f[CRPM_F_REP_EPOCH] = (x.f[CRPM_F_REP_EPOCH] ? x.f[CRPM_F_REP_EPOCH] : x.f[CRPM_F_EPOCH]) - 1;
     x.f[CRPM_F_REP_PREV] = 0;
     return x;
 }
@@ -243,6 +243,9 @@ static void integrity_cases(void)
          "is corrupt; the container of rank(s) 2 is missing"},
         {"repaired from a copy one epoch behind: a level-4 file of the newest epoch wins",
          {intact(6, 60), behind(damaged(6, 0)), intact(6, 60)}, 1, 1, 6, 60, 1, 0, CRPM_V_L4, 0, 1, NULL},
+        {"corrupt container, its copy three epochs behind: damage, not an epoch mismatch",
+         {intact(6, 60), behind(behind(behind(damaged(6, 0)))), intact(6, 60)}, 1, 0, 0, 0, 1, 0, CRPM_V_ERROR, 0, 1,
+         "the container of rank(s) 1 (rank-<r>.crpm"},
         {"repaired from a copy one epoch behind, no level 4: every rank at that epoch",
          {intact(6, 60), behind(damaged(6, 0)), intact(6, 60)}, 1, 0, 0, 0, 1, 0, CRPM_V_L1, 5, 1, NULL},
     };
