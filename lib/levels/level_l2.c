@@ -99,6 +99,8 @@ static int word_cleared(const char *path)
 int crpm_level_l2_open_copies(crpm_level *lv)
 {
     l2_state *s = st_of(lv);
+    char keep[1024]; /* the caller's message: a copy that does not open is a fact, not an error */
+    snprintf(keep, sizeof keep, "%s", crpm_last_error());
     for (int i = 0; i < s->o.nowners; i++) {
         held *h = &s->held[i];
         if (h->r || h->bad)
@@ -118,13 +120,15 @@ int crpm_level_l2_open_copies(crpm_level *lv)
             h->bad = orc == CRPM_ERR_CORRUPT && !word_cleared(h->path);
         }
     }
-    crpm_error_clear(); /* a copy that does not open is a fact, not an error */
+    crpm_error(CRPM_SUCCESS, "%s", keep);
     return CRPM_SUCCESS;
 }
 
 void crpm_level_l2_verify_copies(crpm_level *lv, int say)
 {
     l2_state *s = st_of(lv);
+    char keep[1024]; /* what the checks find is reported in the facts, not as an error */
+    snprintf(keep, sizeof keep, "%s", crpm_last_error());
     for (int i = 0; i < s->o.nowners; i++) {
         held *h = &s->held[i];
         int bad = 0, prev_bad = 0;
@@ -145,7 +149,7 @@ void crpm_level_l2_verify_copies(crpm_level *lv, int say)
             h->bad = 1;
         }
     }
-    crpm_error_clear();
+    crpm_error(CRPM_SUCCESS, "%s", keep);
 }
 
 void crpm_level_l2_copy_facts(crpm_level *lv, int i, int64_t out[CRPM_L2F_N])
