@@ -8,6 +8,8 @@
  *             the previous epoch's too)
  *   segments  a byte in every data segment of the committed epoch
  *   crc       a CRC32C entry of a committed data chunk
+ *   crcs      a CRC32C entry in every committed data segment (a checkpoint
+ *             that compares the data finds it unchanged: the damage stays)
  *   super     the superblock (every byte of it is checksummed)
  *   commit    the commit word
  *   slot      the committed epoch's metadata slot (header or body)
@@ -28,9 +30,9 @@
 
 enum { DMG_C_NONE, DMG_C_DATA, DMG_C_META }; /* what a flip hit */
 static const char *const dmg_class_names[] = {"none", "data", "meta"};
-enum { DMG_DATA, DMG_FRESH, DMG_SEGMENTS, DMG_CRC, DMG_SUPER, DMG_COMMIT, DMG_SLOT, DMG_ANY, DMG_NKINDS };
-static const char *const dmg_names[DMG_NKINDS] = {"data", "fresh", "segments", "crc", "super", "commit", "slot",
-                                                  "any"};
+enum { DMG_DATA, DMG_FRESH, DMG_SEGMENTS, DMG_CRC, DMG_CRCS, DMG_SUPER, DMG_COMMIT, DMG_SLOT, DMG_ANY, DMG_NKINDS };
+static const char *const dmg_names[DMG_NKINDS] = {"data", "fresh", "segments", "crc", "crcs", "super", "commit",
+                                                  "slot", "any"};
 
 static inline int dmg_kind(const char *name)
 {
@@ -127,7 +129,7 @@ static inline int damage_file(const char *path, int kind, uint64_t *rng, int *cl
     crpm_open_opts o = {.path = path, .read_only = 1};
     crpm_container *c = NULL;
     *in_prev = 0;
-    *cls = kind <= DMG_CRC ? DMG_C_DATA : DMG_C_META;
+    *cls = kind <= DMG_CRCS ? DMG_C_DATA : DMG_C_META;
     REQUIRE(crpm_format_open(&o, &c, NULL) == 0, "damage: cannot open %s: %s", path, crpm_last_error());
     uint64_t foff = 0, off = 0, seg = c->sb.segment_size;
     uint32_t phys = 0;
@@ -173,7 +175,8 @@ static inline int damage_file(const char *path, int kind, uint64_t *rng, int *cl
         }
         break;
     }
-    case DMG_SEGMENTS: {
+    case DMG_SEGMENTS:
+    case DMG_CRCS: {
         int flipped = 0;
         for (int i = 0; i < c->nregions; i++) {
             const crpm_region *r = &c->regions[i];
@@ -185,12 +188,16 @@ static inline int damage_file(const char *path, int kind, uint64_t *rng, int *cl
                     continue;
                 phys = s->phys[s->state - 1];
                 *in_prev |= dmg_in_prev(c, r->id, k, phys);
-                check_flip(path, (off_t)(c->sb.data_offset + (uint64_t)phys * c->sb.seg_stride + rnd_below(rng, len)),
-                           mask);
+                uint64_t at = c->sb.data_offset + (uint64_t)phys * c->sb.seg_stride;
+                if (kind == DMG_CRCS && c->sb.crc_chunk)
+                    at += seg + 4 * rnd_below(rng, (len + c->sb.crc_chunk - 1) / c->sb.crc_chunk) + rnd_below(rng, 4);
+                else
+                    at += rnd_below(rng, len);
+                check_flip(path, (off_t)at, mask);
                 flipped++;
             }
         }
-        snprintf(what, n, "a byte in each of %d data segments", flipped);
+        snprintf(what, n, "a %s in each of %d data segments", kind == DMG_CRCS ? "CRC entry" : "byte", flipped);
         rc = flipped ? 0 : 1;
         break;
     }

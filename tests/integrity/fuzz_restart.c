@@ -54,8 +54,8 @@ static const char *const tnames[] = {"nothing", "container", "partner copy", "pa
 enum { V_NO_L4, V_L4_FIRST, V_L4_LAST };
 enum { C_HARMLESS, C_DATA, C_META }; /* what a flip hit (damage_tool's class none, data, meta) */
 /* damage_tool's kinds (damage.h) */
-static const char *const kinds[] = {"data", "fresh", "segments", "crc", "super", "commit", "slot", "any"};
-#define NKINDS 8
+static const char *const kinds[] = {"data", "fresh", "segments", "crc", "crcs", "super", "commit", "slot", "any"};
+#define NKINDS 9
 
 typedef struct plan {
     uint64_t seed;
@@ -343,7 +343,7 @@ static void run_tool(const char *args, found *f)
     f->cls = strstr(line, "[class meta]") ? C_META : strstr(line, "[class data]") ? C_DATA : C_HARMLESS;
     f->in_prev = strstr(line, "(previous epoch too)") != NULL;
     const char *w = strrchr(line, '/');
-    snprintf(f->what, sizeof f->what, "%s", w ? w + 1 : line);
+    snprintf(f->what, sizeof f->what, "%.190s", w ? w + 1 : line);
 }
 
 /* Rank 0: wipes, then damages one file; fills what it hit. */
@@ -430,7 +430,7 @@ static int check_restart(const plan *p, const expect *e, unsigned char **arr, un
 
 static int run_case(const plan *p, unsigned char **arr, unsigned char *want, int verbose, expect *out)
 {
-    char cfg[1024], tag[512];
+    char cfg[1024], tag[1024];
     int ck = 0, bad = 0;
     config_text(p, cfg, sizeof cfg);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -533,7 +533,7 @@ int main(int argc, char **argv)
     have_l4 = atoi(argv[5]) != 0;
     int verbose = getenv("FUZZ_VERBOSE") != NULL;
     if (rank == 0)
-        mkdir(dir, 0755);
+        run_cmd("mkdir -p '%s'", dir);
     unsigned char *arr[MAXARR], *want = malloc(8 * 12000);
     for (int a = 0; a < MAXARR; a++)
         arr[a] = malloc(8 * 12000);
