@@ -48,6 +48,8 @@ static void check_own(crpm_ctx *ctx, gathered *g, int64_t *mine)
     int bad = 0, prev_bad = 0;
     char msg[sizeof g->own_msg];
     mine[CRPM_F_UID] = (int64_t)crpm_container_user_id(g->c);
+    if (crpm_testhook_skip_data_check())
+        return;
     int rc = crpm_container_verify_epochs(g->c, &bad, &prev_bad, msg, sizeof msg);
     if (rc != 0) {
         bad = 1; /* not checked: not trusted */

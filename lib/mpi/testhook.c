@@ -79,7 +79,14 @@ void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o)
     const char *v = getenv("CRPM_TEST_L3_VERIFY");
     o->verify = v && *v && strcmp(v, "0") != 0;
 }
+int crpm_testhook_skip_data_check(void)
+{
+    const char *v = getenv("CRPM_TEST_SKIP_DATA_CHECK");
+    return v && *v && strcmp(v, "0") != 0;
+}
 #else
+int crpm_testhook_skip_data_check(void) { return 0; }
+
 int crpm_testhook_parse(crpm_ctx *ctx)
 {
     (void)ctx;
