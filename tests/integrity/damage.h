@@ -10,6 +10,7 @@
  *   crc       a CRC32C entry of a committed data chunk
  *   crcs      a CRC32C entry in every committed data segment (a checkpoint
  *             that compares the data finds it unchanged: the damage stays)
+ *   chunks    a byte in every CRC chunk of the committed data
  *   super     the superblock (every byte of it is checksummed)
  *   commit    the commit word
  *   slot      the committed epoch's metadata slot (header or body)
@@ -30,9 +31,10 @@
 
 enum { DMG_C_NONE, DMG_C_DATA, DMG_C_META }; /* what a flip hit */
 static const char *const dmg_class_names[] = {"none", "data", "meta"};
-enum { DMG_DATA, DMG_FRESH, DMG_SEGMENTS, DMG_CRC, DMG_CRCS, DMG_SUPER, DMG_COMMIT, DMG_SLOT, DMG_ANY, DMG_NKINDS };
-static const char *const dmg_names[DMG_NKINDS] = {"data", "fresh", "segments", "crc", "crcs", "super", "commit",
-                                                  "slot", "any"};
+enum { DMG_DATA, DMG_FRESH, DMG_SEGMENTS, DMG_CRC, DMG_CRCS, DMG_CHUNKS, DMG_SUPER, DMG_COMMIT, DMG_SLOT, DMG_ANY,
+       DMG_NKINDS };
+static const char *const dmg_names[DMG_NKINDS] = {"data", "fresh", "segments", "crc", "crcs", "chunks", "super",
+                                                  "commit", "slot", "any"};
 
 static inline int dmg_kind(const char *name)
 {
@@ -129,7 +131,7 @@ static inline int damage_file(const char *path, int kind, uint64_t *rng, int *cl
     crpm_open_opts o = {.path = path, .read_only = 1};
     crpm_container *c = NULL;
     *in_prev = 0;
-    *cls = kind <= DMG_CRCS ? DMG_C_DATA : DMG_C_META;
+    *cls = kind <= DMG_CHUNKS ? DMG_C_DATA : DMG_C_META;
     REQUIRE(crpm_format_open(&o, &c, NULL) == 0, "damage: cannot open %s: %s", path, crpm_last_error());
     uint64_t foff = 0, off = 0, seg = c->sb.segment_size;
     uint32_t phys = 0;
@@ -176,7 +178,8 @@ static inline int damage_file(const char *path, int kind, uint64_t *rng, int *cl
         break;
     }
     case DMG_SEGMENTS:
-    case DMG_CRCS: {
+    case DMG_CRCS:
+    case DMG_CHUNKS: {
         int flipped = 0;
         for (int i = 0; i < c->nregions; i++) {
             const crpm_region *r = &c->regions[i];
@@ -189,15 +192,21 @@ static inline int damage_file(const char *path, int kind, uint64_t *rng, int *cl
                 phys = s->phys[s->state - 1];
                 *in_prev |= dmg_in_prev(c, r->id, k, phys);
                 uint64_t at = c->sb.data_offset + (uint64_t)phys * c->sb.seg_stride;
+                uint64_t ch = c->sb.crc_chunk ? c->sb.crc_chunk : len;
                 if (kind == DMG_CRCS && c->sb.crc_chunk)
-                    at += seg + 4 * rnd_below(rng, (len + c->sb.crc_chunk - 1) / c->sb.crc_chunk) + rnd_below(rng, 4);
-                else
+                    at += seg + 4 * rnd_below(rng, (len + ch - 1) / ch) + rnd_below(rng, 4);
+                else if (kind == DMG_SEGMENTS)
                     at += rnd_below(rng, len);
-                check_flip(path, (off_t)at, mask);
+                for (uint64_t o = 0; kind == DMG_CHUNKS && o < len; o += ch)
+                    check_flip(path, (off_t)(at + o + rnd_below(rng, len - o < ch ? len - o : ch)), mask);
+                if (kind != DMG_CHUNKS)
+                    check_flip(path, (off_t)at, mask);
                 flipped++;
             }
         }
-        snprintf(what, n, "a %s in each of %d data segments", kind == DMG_CRCS ? "CRC entry" : "byte", flipped);
+        snprintf(what, n, "a %s in each of %d data segments", kind == DMG_CRCS ? "CRC entry"
+                                                              : kind == DMG_CHUNKS ? "byte of every chunk" : "byte",
+                 flipped);
         rc = flipped ? 0 : 1;
         break;
     }

@@ -80,7 +80,7 @@ int main(int argc, char **argv)
         return damage_l4(argv[2], argv[3], strtoull(argv[4], NULL, 0));
     int kind = argc == 4 ? dmg_kind(argv[2]) : -1;
     if (kind < 0) {
-        fprintf(stderr, "usage: damage_tool <file> data|fresh|segments|crc|crcs|super|commit|slot|any <seed>\n"
+        fprintf(stderr, "usage: damage_tool <file> data|fresh|segments|crc|crcs|chunks|super|commit|slot|any <seed>\n"
                         "       damage_tool --l4 <file.h5> data|any <seed>\n");
         return 2;
     }

@@ -54,8 +54,9 @@ static const char *const tnames[] = {"nothing", "container", "partner copy", "pa
 enum { V_NO_L4, V_L4_FIRST, V_L4_LAST };
 enum { C_HARMLESS, C_DATA, C_META }; /* what a flip hit (damage_tool's class none, data, meta) */
 /* damage_tool's kinds (damage.h) */
-static const char *const kinds[] = {"data", "fresh", "segments", "crc", "crcs", "super", "commit", "slot", "any"};
-#define NKINDS 9
+static const char *const kinds[] = {"data",  "fresh",  "segments", "crc", "crcs",
+                                    "chunks", "super", "commit", "slot", "any"};
+#define NKINDS 10
 
 typedef struct plan {
     uint64_t seed;

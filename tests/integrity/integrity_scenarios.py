@@ -13,6 +13,11 @@ the SHA-256 of every file of the named nodes before and after.
                   corrupt container removed instead: CRPM_ERR_MISSING, no
                   file changes; with it repaired (the saved bytes put back):
                   CRPM_STATUS_L3 and the reference result
+  l3_unit_check   the same (a byte of every chunk) with the restart's data check
+                  skipped (CRPM_TEST_SKIP_DATA_CHECK, test builds): the
+                  survivor's own check of each unit it adds to the rebuild
+                  refuses it: CRPM_ERR_CORRUPT on rank 1 and the failing rank's
+                  message elsewhere, no container written, no file changed
   l2_owner        level 2: a data byte of rank 3's container flipped, no node
                   lost: CRPM_STATUS_L2, the reference result, the damaged file
                   kept as rank-3.crpm.corrupt-<time>; the same with that
@@ -58,6 +63,7 @@ TIMEOUT = 60
 STATUS = {"fresh": 0, "l1": 1, "l4": 2, "l2": 3, "l3": 5}
 ERR_CORRUPT = "checkpoint data is corrupt (checksum mismatch)"
 ERR_MISSING = "some ranks have no checkpoint container for this job"
+ERR_REMOTE = "the operation failed on another rank"
 ARGS = ["--n", "65536", "--window", "512", "--ckpt-every", "2"]
 
 
@@ -69,9 +75,9 @@ class Ctx:
     def dir(self, name):
         return crpmtest.make_workdir(os.path.join(self.workdir, name))
 
-    def run(self, d, cfg, level, iters):
+    def run(self, d, cfg, level, iters, env=None):
         prog = [self.app, "--crpm", cfg, "--level", str(level), "--iters", str(iters)] + ARGS
-        r = crpmtest.run_job(crpmtest.mpiexec(L.NP) + prog, env=L.launch_env(d), timeout=TIMEOUT)
+        r = crpmtest.run_job(crpmtest.mpiexec(L.NP) + prog, env=L.launch_env(d, env), timeout=TIMEOUT)
         check(not r.timed_out, "hung for over %d s: %s" % (TIMEOUT, crpmtest.format_cmd(prog)))
         return r
 
@@ -253,7 +259,24 @@ def scenario_l3_parity(c):
     expect_resume(c, d, cfg, 3, 40, "l3", 20, "node 1 lost, the parity repaired")
 
 
-SCENARIOS = [scenario_l3_survivor, scenario_l2_owner, scenario_l2_owner_meta, scenario_l2_both, scenario_l2_copy,
+def scenario_l3_unit_check(c):
+    d, cfg = first_run(c, "l3u", 3)
+    c.damage(own(d, "l3u", 1), "chunks")
+    L.wipe(d, [2])
+    before = L.node_state(d, [0, 1, 3])
+    r = c.run(d, cfg, 3, 40, env={"CRPM_TEST_SKIP_DATA_CHECK": "1"})
+    check(r.rc != 0, "rebuild from a survivor whose units fail their CRCs succeeded\n%s" % tail(r.out))
+    for rank in range(L.NP):
+        m = re.search(r"^l2_app rank %d: crpm_init failed: (.*)$" % rank, r.out, re.M)
+        check(m, "rank %d printed no 'crpm_init failed' line\n%s" % (rank, tail(r.out, 25)))
+        want = ERR_CORRUPT if rank == 1 else ERR_REMOTE
+        check(m.group(1).startswith(want + ":") and "fails its CRC32C check" in m.group(1)
+              and "cannot serve the rebuild" in m.group(1), "rank %d: %r" % (rank, m.group(1)))
+    check(L.node_state(d, [0, 1, 3]) == before, "the refused rebuild changed files")
+    check(not os.path.exists(own(d, "l3u", 2)), "a container was written from the refused rebuild")
+
+
+SCENARIOS = [scenario_l3_survivor, scenario_l3_unit_check, scenario_l2_owner, scenario_l2_owner_meta, scenario_l2_both, scenario_l2_copy,
              scenario_l3_parity]
 
 
