@@ -30,11 +30,12 @@ enum crpm_fact {
     CRPM_F_PAR_RUN1,
     /* data checks (restart.c, before anything is decided) */
     CRPM_F_BAD,      /* its container opened but the committed epoch's data fails its CRCs
-                        (then RC = CRPM_ERR_CORRUPT, EPOCH and PREV still describe it) */
+                        (then RC = CRPM_ERR_CORRUPT, EPOCH and PREV still describe it; a patch
+                        that replaces the row keeps BAD, for the error text) */
     CRPM_F_PREV_BAD, /* ... epoch-1 was recoverable but its data fails (PREV is then 0) */
     CRPM_F_UID,      /* checkpoint id of the committed epoch (when opened) */
-    CRPM_F_REP_BAD,  /* level 2: its partner copy opened but fails its data check (REP_OK 0) */
-    CRPM_F_PAR_BAD,  /* level 3: its parity container fails its data check (PAR_OK -1) */
+    CRPM_F_REP_BAD,  /* level 2: its partner copy fails its checksums, metadata or data (REP_OK 0) */
+    CRPM_F_PAR_BAD,  /* level 3: its parity container fails its checksums (PAR_OK -1) */
     CRPM_F_N
 };
 
