@@ -29,9 +29,9 @@ import tempfile
 import time
 
 #: Variables a launch must not inherit from the driver's environment unless
-#: the driver sets them: the test kill hook, and the checkpoint location and
-#: job name overrides.
-CRPM_ENV_OVERRIDES = ("CRPM_TEST_KILL", "CRPM_CKPT_DIR", "CRPM_JOB_NAME")
+#: the driver sets them: the test hooks (kill, skipping the restart's data
+#: check), and the checkpoint location and job name overrides.
+CRPM_ENV_OVERRIDES = ("CRPM_TEST_KILL", "CRPM_TEST_SKIP_DATA_CHECK", "CRPM_CKPT_DIR", "CRPM_JOB_NAME")
 
 
 class Failure(Exception):
