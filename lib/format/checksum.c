@@ -72,6 +72,21 @@ void crpm_crc_trust_committed(crpm_container *c)
     }
 }
 
+int64_t crpm_crc_check(const crpm_container *c, uint32_t phys, uint64_t off, uint64_t len)
+{
+    uint64_t ch = c->sb.crc_chunk;
+    if (!ch || !len)
+        return -1;
+    const char *src = crpm_seg_addr((crpm_container *)c, phys);
+    const uint32_t *tab = crc_table(c, phys);
+    for (uint64_t p = off / ch * ch; p < off + len; p += ch) {
+        uint64_t l = off + len - p < ch ? off + len - p : ch;
+        if (chunk_crc(c, phys, p / ch, src + p, l) != tab[p / ch])
+            return (int64_t)p;
+    }
+    return -1;
+}
+
 static int bad_chunk(const crpm_container *c, const crpm_region *r, uint64_t off, uint32_t phys)
 {
     return crpm_error(CRPM_ERR_CORRUPT,

@@ -210,7 +210,16 @@ static int validate_super(crpm_container *c, const crpm_open_opts *o, uint64_t s
                           c->media.size, CRPM_HDR_SIZE);
     }
     memcpy(sb, c->media.base, sizeof *sb);
-    if (memcmp(sb->magic, CRPM_MAGIC, 8) != 0)
+    /* a byte of the magic or a bit of the version that changed is damage
+     * (restart repairs it from redundancy), not another kind of file */
+    int magic_off = 0;
+    for (int i = 0; i < 8; i++)
+        magic_off += sb->magic[i] != CRPM_MAGIC[i];
+    if (magic_off == 1 || (magic_off == 0 && __builtin_popcount(sb->version ^ CRPM_FORMAT_VERSION) == 1 &&
+                           sb->version != 1 && super_crc(sb) != sb->crc))
+        return crpm_error(CRPM_ERR_CORRUPT, "%s: superblock checksum mismatch (its %s is damaged)", c->path,
+                          magic_off ? "magic" : "format version");
+    if (magic_off)
         return crpm_error(CRPM_ERR_FORMAT, "%s is not a libcrpm container (bad magic)", c->path);
     if (sb->version == 1)
         return crpm_error(CRPM_ERR_VERSION,

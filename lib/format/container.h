@@ -93,6 +93,12 @@ int crpm_inspect_file_verify(const char *path, FILE *out, int verify);
  * bad chunk (array id, byte offset) to out (may be NULL) and returns
  * CRPM_ERR_CORRUPT naming the first, or CRPM_SUCCESS. */
 int crpm_container_verify(const crpm_container *c, FILE *out);
+/* Restart: checks the data CRCs of the committed epoch and, when epoch-1
+ * is recoverable, of that epoch too (segments both share are read once).
+ * *cur_bad / *prev_bad tell which fails; msg gets the first damage found
+ * (the committed epoch's first).  Returns an error only when it could not
+ * check (out of memory). */
+int crpm_container_verify_epochs(crpm_container *c, int *cur_bad, int *prev_bad, char *msg, size_t msgn);
 /* The run identity stored at creation (CRPM_RUN_ID_LEN bytes). */
 void crpm_container_run_id(const crpm_container *c, uint8_t out[CRPM_RUN_ID_LEN]);
 /* Its layout record: 1 (and *out), 0 when it has none, CRPM_ERR_CORRUPT
@@ -233,6 +239,11 @@ uint64_t crpm_crc_chunk_for(uint64_t seg, uint64_t blk);
  * checksums. */
 void crpm_crc_compute(crpm_container *c, uint32_t phys, const char *data, uint64_t len, uint64_t c0, uint64_t c1);
 void crpm_crc_flush(crpm_container *c, uint32_t phys, uint64_t c0, uint64_t c1);
+/* Checks the CRCs of the chunks of physical segment phys covering its bytes
+ * [off, off+len): off a multiple of crc_chunk, off+len the end of a chunk or
+ * of the region's bytes in the segment.  -1 when all match (or the container
+ * has no checksums), else the segment offset of the first bad chunk. */
+int64_t crpm_crc_check(const crpm_container *c, uint32_t phys, uint64_t off, uint64_t len);
 /* Only the committed copies' CRC tables are trusted (after open, rollback, a
  * failed checkpoint). */
 void crpm_crc_trust_committed(crpm_container *c);

@@ -440,6 +440,8 @@ int crpm_sync_files(MPI_Comm comm, const crpm_sync_src *src, int nsrc, const crp
                 lrc = crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
         }
         crpm_wlog w = {0};
+        if (lrc == 0 && src[i].fail)
+            lrc = src[i].fail;
         if (lrc == 0)
             lrc = diff_ranges(&src[i], &h, theirs, &w);
         crpm_wlog_normalize(&w);

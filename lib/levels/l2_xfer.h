@@ -55,6 +55,9 @@ typedef struct crpm_sync_src {
     int peer;
     crpm_media *m;             /* the file to copy, unchanged meanwhile */
     const char *path;          /* its name (holes are found there), or NULL */
+    int fail;                  /* nonzero: the source cannot serve (e.g. it failed its data check):
+                                  this error goes to the destination instead of data, which is
+                                  left as it is */
 } crpm_sync_src;
 
 /* Collective over the pairs: every rank passes the syncs it is the source

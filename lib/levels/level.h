@@ -97,7 +97,15 @@ void crpm_level_l2_attach(crpm_level *lv, crpm_container *own);
 /* Restart: opens the copies this rank holds (missing or unusable ones stay
  * closed, with the reason), and describes copy i (owners order). */
 int crpm_level_l2_open_copies(crpm_level *lv);
-enum { CRPM_L2F_OWNER, CRPM_L2F_OK, CRPM_L2F_EPOCH, CRPM_L2F_PREV, CRPM_L2F_RUN0, CRPM_L2F_RUN1, CRPM_L2F_N };
+/* Restart: checks the data CRCs of every open copy (committed epoch, and the
+ * previous one when recoverable).  A copy that fails is closed and never
+ * used as a source (reported as CRPM_L2F_BAD, as is a copy whose metadata
+ * checksums failed at open) until a sync rewrites it from its owner; a
+ * previous epoch that fails is reported unavailable.  With
+ * `say`, each finding goes to stderr. */
+void crpm_level_l2_verify_copies(crpm_level *lv, int say);
+enum { CRPM_L2F_OWNER, CRPM_L2F_OK, CRPM_L2F_EPOCH, CRPM_L2F_PREV, CRPM_L2F_RUN0, CRPM_L2F_RUN1, CRPM_L2F_BAD,
+       CRPM_L2F_N };
 void crpm_level_l2_copy_facts(crpm_level *lv, int i, int64_t out[CRPM_L2F_N]);
 /* Copy i (owners order) as it is open now; NULL: missing or unusable. */
 crpm_container *crpm_level_l2_copy(crpm_level *lv, int i);
@@ -133,8 +141,15 @@ int crpm_level_l3(crpm_level *lv, const crpm_level_env *env, const crpm_l3_opts 
 /* Follow this container from now on (NULL: none). */
 void crpm_level_l3_attach(crpm_level *lv, crpm_container *own);
 /* Restart: this rank's parity container as found (opened if it exists). */
-enum { CRPM_L3F_FILE, CRPM_L3F_OK, CRPM_L3F_EPOCH, CRPM_L3F_PREV, CRPM_L3F_RUN0, CRPM_L3F_RUN1, CRPM_L3F_N };
+/* BAD: the parity failed its checksums (at open, or in crpm_level_l3_verify) */
+enum { CRPM_L3F_FILE, CRPM_L3F_OK, CRPM_L3F_EPOCH, CRPM_L3F_PREV, CRPM_L3F_RUN0, CRPM_L3F_RUN1, CRPM_L3F_BAD,
+       CRPM_L3F_N };
 void crpm_level_l3_facts(crpm_level *lv, int64_t out[CRPM_L3F_N]);
+/* Restart, before the facts: checks the parity container's data CRCs
+ * (committed epoch and, when recoverable, the previous one).  Parity that
+ * fails is closed (re-encoded from the intact containers later, never used
+ * for a rebuild); a previous epoch that fails is reported unavailable. */
+void crpm_level_l3_verify(crpm_level *lv, int say);
 /* Restart: the parity goes to the job's agreed epoch (rolled back when one
  * ahead); *usable = 0 when it does not describe that epoch. */
 int crpm_level_l3_at(crpm_level *lv, uint64_t epoch, int *usable);

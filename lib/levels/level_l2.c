@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include "fsutil.h"
 #include "l2_xfer.h"
@@ -40,6 +42,8 @@ typedef struct held {
     int lock_fd;
     crpm_container *r;         /* NULL: missing or unusable */
     char why[256];             /* why r is NULL */
+    int bad;                   /* failed its data check: not opened again until a sync rewrote it */
+    int prev_bad;              /* its previous epoch failed its data check */
     int committed;             /* the last ship committed it */
     int mode;                  /* of the transfer in progress */
 } held;
@@ -80,12 +84,26 @@ static void close_held(held *h)
     h->r = NULL;
 }
 
+/* The file's commit word is zero: a sync rewriting it in place stopped. */
+static int word_cleared(const char *path)
+{
+    uint64_t w = 1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && pread(fd, &w, sizeof w, CRPM_WORD_OFF) != (ssize_t)sizeof w)
+        w = 1;
+    if (fd >= 0)
+        close(fd);
+    return w == 0;
+}
+
 int crpm_level_l2_open_copies(crpm_level *lv)
 {
     l2_state *s = st_of(lv);
+    char keep[1024]; /* the caller's message: a copy that does not open is a fact, not an error */
+    snprintf(keep, sizeof keep, "%s", crpm_last_error());
     for (int i = 0; i < s->o.nowners; i++) {
         held *h = &s->held[i];
-        if (h->r)
+        if (h->r || h->bad)
             continue;
         struct stat sb;
         if (stat(h->path, &sb) != 0) {
@@ -94,13 +112,44 @@ int crpm_level_l2_open_copies(crpm_level *lv)
         }
         crpm_open_opts oo = {.path = h->path, .job_name = lv->env->job_name, .rank = h->owner,
                              .nranks = lv->env->nranks, .persistence = s->o.persistence, .backend = s->o.backend};
-        if (crpm_format_open(&oo, &h->r, NULL) != 0) {
+        int orc = crpm_format_open(&oo, &h->r, NULL);
+        if (orc != 0) {
             h->r = NULL;
             snprintf(h->why, sizeof h->why, "%s", crpm_last_error());
+            /* its checksums failed, unless a sync in place was cut short (it clears the word first) */
+            h->bad = orc == CRPM_ERR_CORRUPT && !word_cleared(h->path);
         }
     }
-    crpm_error_clear(); /* a copy that does not open is a fact, not an error */
+    crpm_error(CRPM_SUCCESS, "%s", keep);
     return CRPM_SUCCESS;
+}
+
+void crpm_level_l2_verify_copies(crpm_level *lv, int say)
+{
+    l2_state *s = st_of(lv);
+    char keep[1024]; /* what the checks find is reported in the facts, not as an error */
+    snprintf(keep, sizeof keep, "%s", crpm_last_error());
+    for (int i = 0; i < s->o.nowners; i++) {
+        held *h = &s->held[i];
+        int bad = 0, prev_bad = 0;
+        if (!h->r)
+            continue;
+        int rc = crpm_container_verify_epochs(h->r, &bad, &prev_bad, h->why, sizeof h->why);
+        if (rc != 0) { /* not checked: not trusted */
+            bad = 1;
+            snprintf(h->why, sizeof h->why, "%s", crpm_last_error());
+        }
+        h->prev_bad = prev_bad;
+        if (say && (bad || prev_bad)) {
+            fprintf(stderr, "[crpm rank %d] partner copy of rank %d: %s\n", lv->env->rank, h->owner, h->why);
+            fflush(stderr);
+        }
+        if (bad) {
+            close_held(h);
+            h->bad = 1;
+        }
+    }
+    crpm_error(CRPM_SUCCESS, "%s", keep);
 }
 
 void crpm_level_l2_copy_facts(crpm_level *lv, int i, int64_t out[CRPM_L2F_N])
@@ -109,9 +158,10 @@ void crpm_level_l2_copy_facts(crpm_level *lv, int i, int64_t out[CRPM_L2F_N])
     memset(out, 0, sizeof(int64_t) * CRPM_L2F_N);
     out[CRPM_L2F_OWNER] = h->owner;
     out[CRPM_L2F_OK] = h->r != NULL;
+    out[CRPM_L2F_BAD] = h->bad;
     if (h->r) {
         out[CRPM_L2F_EPOCH] = (int64_t)crpm_container_epoch(h->r);
-        out[CRPM_L2F_PREV] = crpm_container_prev_available(h->r);
+        out[CRPM_L2F_PREV] = crpm_container_prev_available(h->r) && !h->prev_bad;
         uint8_t id[CRPM_RUN_ID_LEN];
         crpm_container_run_id(h->r, id);
         memcpy(&out[CRPM_L2F_RUN0], id, sizeof id);
@@ -259,6 +309,20 @@ static int recv_stages(const crpm_level_env *env, const crpm_l2_opts *o, held *h
     return rc;
 }
 
+/* A whole-file sync would write the owner's file over its partner copy:
+ * its committed data is checked first (the copy may be the only intact one).
+ * The sync reads the whole file anyway; stages need no check, they carry
+ * only what this checkpoint just wrote. */
+static int sync_source_check(crpm_container *own)
+{
+    int bad = 0, prev_bad = 0;
+    char msg[512];
+    int rc = crpm_container_verify_epochs(own, &bad, &prev_bad, msg, sizeof msg);
+    if (rc == 0 && bad)
+        rc = crpm_error(CRPM_ERR_CORRUPT, "level 2: not copying %s over its partner copy: %s", own->path, msg);
+    return rc;
+}
+
 static int l2_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm_stats_t *st, int *committed)
 {
     (void)id;
@@ -292,7 +356,8 @@ static int l2_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm
     }
     int mine = pair_mode(&oi, &phi);
     /* 1. syncs first (they need fingerprints from the destination) */
-    crpm_sync_src src = {s->o.partner, crpm_container_media(s->own), s->own->path};
+    crpm_sync_src src = {s->o.partner, crpm_container_media(s->own), s->own->path,
+                         mine == M_SYNC ? sync_source_check(s->own) : 0};
     crpm_sync_dst *dst = calloc((size_t)s->o.nowners + 1, sizeof *dst);
     int *rewritten = calloc((size_t)s->o.nowners + 1, sizeof *rewritten), nd = 0;
     if (!dst || !rewritten) {
@@ -317,6 +382,7 @@ static int l2_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm
             continue;
         if (rewritten[k++]) { /* reopen what the sync wrote */
             close_held(h);
+            h->bad = h->prev_bad = 0;
             crpm_level_l2_open_copies(lv);
             h->committed = h->r != NULL;
         }
@@ -494,7 +560,7 @@ int crpm_level_l2_restore(crpm_level *lv, const int64_t *restore, const char *ow
                                 s->held[i].owner);
                 continue;
             }
-            src[nsrc++] = (crpm_sync_src){s->held[i].owner, crpm_container_media(s->held[i].r), s->held[i].path};
+            src[nsrc++] = (crpm_sync_src){s->held[i].owner, crpm_container_media(s->held[i].r), s->held[i].path, 0};
         }
     crpm_sync_dst dst = {s->o.partner, own_path, NULL, backend_of(s), 1};
     int lrc = crpm_sync_files(lv->env->comm, src, nsrc, &dst, restore[lv->env->rank] != 0, sent, &rewritten);
@@ -518,11 +584,13 @@ int crpm_level_l2_sync(crpm_level *lv, uint64_t *sent)
         held *h = &s->held[i];
         dst[i] = (crpm_sync_dst){h->owner, h->path, h->r ? crpm_container_media(h->r) : NULL, backend_of(s), 0};
     }
-    crpm_sync_src src = {s->o.partner, crpm_container_media(s->own), s->own->path};
+    crpm_sync_src src = {s->o.partner, crpm_container_media(s->own), s->own->path, 0};
     int rc = crpm_sync_files(lv->env->comm, &src, 1, dst, s->o.nowners, sent, rewritten);
     for (int i = 0; i < s->o.nowners; i++)
-        if (rewritten[i])
+        if (rewritten[i]) {
             close_held(&s->held[i]);
+            s->held[i].bad = s->held[i].prev_bad = 0;
+        }
     crpm_level_l2_open_copies(lv);
     free(dst);
     free(rewritten);

@@ -77,6 +77,7 @@ typedef struct l3_state {
     crpm_container *pc;        /* NULL: missing or unusable (pwhy) */
     char pwhy[256];
     int pfile;                 /* its file existed at open */
+    int pbad, pprev_bad;       /* it, or its previous epoch, failed the restart's data check */
     unsigned char **par;       /* M buffers of plen bytes: parity of codeword (g - h) mod K, row h */
     uint64_t plen;
     uint64_t par_epoch;        /* job epoch par and pc's committed state describe; 0 = none */
@@ -453,9 +454,11 @@ static void open_parity(crpm_level *lv)
         return;
     crpm_open_opts oo = {.path = s->ppath, .job_name = lv->env->job_name, .rank = lv->env->rank,
                          .nranks = lv->env->nranks, .persistence = s->o.persistence, .backend = s->o.backend};
-    if (crpm_container_open(&oo, &s->pc, NULL) != 0) {
+    int rc = crpm_container_open(&oo, &s->pc, NULL);
+    if (rc != 0) {
         s->pc = NULL;
         snprintf(s->pwhy, sizeof s->pwhy, "%s", crpm_last_error());
+        s->pbad = rc == CRPM_ERR_CORRUPT; /* written whole under a temporary name: never half a rewrite */
     }
     crpm_error_clear(); /* a parity container that does not open is a fact, not an error */
 }
@@ -491,17 +494,24 @@ static int size_parity(l3_state *s, uint64_t bytes, int zero)
 }
 
 /* A parity container to write into: the open one, or a new one (a file
- * that does not open holds nothing the data containers cannot re-encode). */
+ * that does not open holds nothing the data containers cannot re-encode).
+ * The open one must carry the containers' run identity: after a restart
+ * that made them anew (level 4, a fresh start) the parity of the run
+ * before is replaced, or no restart could ever use what it encodes. */
 static int ensure_parity(crpm_level *lv)
 {
     l3_state *s = st_of(lv);
+    uint8_t run[CRPM_RUN_ID_LEN], prun[CRPM_RUN_ID_LEN];
+    crpm_container_run_id(s->own, run);
     if (s->pc)
+        crpm_container_run_id(s->pc, prun);
+    if (s->pc && memcmp(run, prun, sizeof run) == 0)
         return CRPM_SUCCESS;
+    crpm_container_close(s->pc);
+    s->pc = NULL;
     char tmp[CRPM_PATH_MAX + 8];
     snprintf(tmp, sizeof tmp, "%s.tmp", s->ppath);
     crpm_unlink_quiet(tmp);
-    uint8_t run[CRPM_RUN_ID_LEN];
-    crpm_container_run_id(s->own, run);
     crpm_layout lay = {0};
     if (lv->env->layout) {
         lay = *lv->env->layout;
@@ -526,6 +536,8 @@ static int ensure_parity(crpm_level *lv)
         rc = crpm_container_open(&oo, &s->pc, NULL);
     if (rc != 0)
         s->pc = NULL;
+    else
+        s->pbad = s->pprev_bad = 0;
     s->par_epoch = 0;
     return rc;
 }
@@ -642,10 +654,10 @@ static int encode(crpm_level *lv, int want_delta, uint64_t *sent, int hook)
     image_free(&s->cur);
     int irc = s->own ? image_of(s->own, s->unit, &s->cur) : crpm_error(CRPM_ERR_STATE, "level 3: no container attached");
     uint64_t epoch = irc ? 0 : crpm_container_epoch(s->own);
+    int lrc = irc ? CRPM_SUCCESS : ensure_parity(lv); /* first: it may replace the parity (par_epoch 0) */
     int need_full = irc || !want_delta || !s->have_base || s->base_epoch + 1 != epoch ||
                     !crpm_container_prev_available(s->own) || !same_layout(&s->base, &s->cur) ||
                     s->par_epoch + 1 != epoch || !s->pc;
-    int lrc = irc ? CRPM_SUCCESS : ensure_parity(lv);
     /* one reduction: can everyone go on, and with a delta or a full encode */
     int64_t v[4] = {irc != 0, lrc != 0, need_full, (int64_t)((s->cur.nunits + (uint64_t)s->k - 1) / (uint64_t)s->k)};
     int64_t r[4];
@@ -828,6 +840,30 @@ void crpm_level_l3_attach(crpm_level *lv, crpm_container *own)
 
 /* ---- restart ---------------------------------------------------------------- */
 
+void crpm_level_l3_verify(crpm_level *lv, int say)
+{
+    l3_state *s = st_of(lv);
+    int bad = 0, prev_bad = 0;
+    if (!s->pc)
+        return;
+    int rc = crpm_container_verify_epochs(s->pc, &bad, &prev_bad, s->pwhy, sizeof s->pwhy);
+    if (rc != 0) { /* not checked: not trusted */
+        bad = 1;
+        snprintf(s->pwhy, sizeof s->pwhy, "%s", crpm_last_error());
+    }
+    if (say && (bad || prev_bad)) {
+        fprintf(stderr, "[crpm rank %d] parity: %s\n", lv->env->rank, s->pwhy);
+        fflush(stderr);
+    }
+    s->pprev_bad = prev_bad;
+    if (bad) {
+        crpm_container_close(s->pc);
+        s->pc = NULL;
+        s->pbad = 1;
+    }
+    crpm_error_clear();
+}
+
 void crpm_level_l3_facts(crpm_level *lv, int64_t out[CRPM_L3F_N])
 {
     l3_state *s = st_of(lv);
@@ -835,11 +871,12 @@ void crpm_level_l3_facts(crpm_level *lv, int64_t out[CRPM_L3F_N])
     out[CRPM_L3F_FILE] = s->pfile;
     out[CRPM_L3F_OK] = s->pc != NULL;
     out[CRPM_L3F_PREV] = -1;
+    out[CRPM_L3F_BAD] = s->pbad;
     if (!s->pc)
         return;
     out[CRPM_L3F_EPOCH] = (int64_t)crpm_container_user_id(s->pc);
     uint64_t prev = 0;
-    if (crpm_container_prev_available(s->pc) && crpm_container_prev_user_id(s->pc, &prev) == 0)
+    if (!s->pprev_bad && crpm_container_prev_available(s->pc) && crpm_container_prev_user_id(s->pc, &prev) == 0)
         out[CRPM_L3F_PREV] = (int64_t)prev;
     crpm_error_clear();
     uint8_t id[CRPM_RUN_ID_LEN];
@@ -856,7 +893,7 @@ int crpm_level_l3_at(crpm_level *lv, uint64_t epoch, int *usable)
         return CRPM_SUCCESS;
     uint64_t prev = 0;
     int rc = CRPM_SUCCESS;
-    if (crpm_container_user_id(s->pc) == epoch + 1 && crpm_container_prev_available(s->pc) &&
+    if (!s->pprev_bad && crpm_container_user_id(s->pc) == epoch + 1 && crpm_container_prev_available(s->pc) &&
         crpm_container_prev_user_id(s->pc, &prev) == 0 && prev == epoch)
         rc = crpm_container_rollback(s->pc);
     crpm_error_clear();
@@ -1026,16 +1063,31 @@ static int rb_wait1(MPI_Request *rq, uint64_t *n)
     return mrc;
 }
 
-/* Survivor: the bytes of its unit of codeword c at row t (min(defined, need)). */
-static const void *rb_bytes(rb *r, const rb_src *x, uint64_t t, uint64_t need, uint64_t *n)
+/* Survivor: the bytes of its unit of codeword c at row t (min(defined, need)).
+ * A data unit is checked against its container's CRCs before it is used
+ * (restart checked the whole container, but only this check covers the
+ * bytes as they are read): one that fails is not used and the rebuild
+ * fails with CRPM_ERR_CORRUPT, never decoding from it. */
+static const void *rb_bytes(rb *r, const rb_src *x, uint64_t t, uint64_t need, uint64_t *n, int *rc)
 {
     l3_state *s = r->s;
     const void *p = NULL;
     *n = 0;
     if (x->unit < s->k) {
         uint32_t ph;
-        p = unit_bytes(s->own, &r->im, t * (uint64_t)s->k + (uint64_t)x->j, n, &ph);
+        uint64_t u = t * (uint64_t)s->k + (uint64_t)x->j;
+        p = unit_bytes(s->own, &r->im, u, n, &ph);
         *n = p ? *n : 0;
+        int64_t bad = -1;
+        if (p && ph != CRPM_NO_PHYS)
+            bad = crpm_crc_check(s->own, ph, (uint64_t)((const char *)p - crpm_seg_addr(s->own, ph)), *n);
+        if (bad >= 0) {
+            *rc = *rc ? *rc : crpm_error(CRPM_ERR_CORRUPT, "level 3: %s fails its CRC32C check in physical segment "
+                                         "%u at byte %lld: rank %d cannot serve the rebuild", s->own->path, ph,
+                                         (long long)bad, s->grp[s->g]);
+            *n = 0;
+            return NULL;
+        }
     } else {
         uint64_t off = t * r->seg;
         *n = s->plen > off ? s->plen - off : 0;
@@ -1092,7 +1144,7 @@ static int rb_chain(rb *r, uint64_t nrows, int rc)
                     continue;
                 if (pos > 0 && (mrc = rb_wait1(&rrq[ci], &got)) != MPI_SUCCESS)
                     rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Wait");
-                const void *mine = rb_bytes(r, x, t, need, &n);
+                const void *mine = rb_bytes(r, x, t, need, &n, &rc);
                 if (n > got && pos > 0) /* the sum so far is zero there */
                     memset(sum + got, 0, n - got);
                 if (n)

@@ -1,5 +1,7 @@
 /* Restart decision (decide.h). */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "config.h"
 #include "decide.h"
 #include "l3_code.h"
@@ -69,13 +71,25 @@ static void judge_l1(const crpm_restart_facts *f, crpm_verdict *v)
     /* Only damage or loss lets another level take over; a configuration
      * that does not match the containers (geometry, job, rank count,
      * format) is a mistake to fix, whatever level 4 holds. */
-    int damage_only = 1;
+    int damage_only = 1, corrupt = 0, lost_copy = 0, bad = 0;
     for (int r = 0; r < f->nranks; r++) {
-        int64_t rc = row(f, r)[CRPM_F_RC];
-        if (rc < 0 && !damaged_rc(rc))
+        const int64_t *x = row(f, r);
+        if (x[CRPM_F_RC] < 0 && !damaged_rc(x[CRPM_F_RC]))
             damage_only = 0;
+        corrupt |= x[CRPM_F_RC] == CRPM_ERR_CORRUPT || x[CRPM_F_PAR_BAD];
+        lost_copy |= !x[CRPM_F_EXISTS] && x[CRPM_F_REP_BAD];
+        bad |= x[CRPM_F_BAD] != 0; /* also when a patch replaced it by a copy of another epoch */
     }
-    v->damaged = v->l1 == CRPM_L1S_MISSING || v->l1 == CRPM_L1S_EPOCH || (v->l1 == CRPM_L1S_OPEN && damage_only);
+    /* damage the checksums found made level 1 unusable (a corrupt container,
+     * or a loss that a corrupt partner copy, parity or level-4 file could
+     * not make good, or a corrupt container whose only replacement is of an
+     * epoch the others cannot reach): one error on every rank naming all of it */
+    if ((v->l1 == CRPM_L1S_OPEN && damage_only && corrupt) ||
+        (v->l1 == CRPM_L1S_MISSING && (corrupt || lost_copy || bad || f->l4_damaged)) ||
+        (v->l1 == CRPM_L1S_EPOCH && bad))
+        v->l1 = CRPM_L1S_CORRUPT;
+    v->damaged = v->l1 == CRPM_L1S_MISSING || v->l1 == CRPM_L1S_EPOCH || v->l1 == CRPM_L1S_CORRUPT ||
+                 (v->l1 == CRPM_L1S_OPEN && damage_only);
 }
 
 /* method = full: the newest id every rank has a file of.  Each rank keeps
@@ -113,6 +127,17 @@ crpm_verdict crpm_decide_restart(const crpm_restart_facts *f)
     if (v.l1 == CRPM_L1S_USABLE) {
         v.kind = CRPM_V_L1;
         v.epoch = v.emin;
+        if (f->repaired && f->top_epoch > v.epoch) {
+            /* a repair lands on an older epoch: a level-4 file of the newest one serves it whole */
+            if (!f->l4_known) {
+                v.kind = CRPM_V_ASK_L4;
+                return v;
+            }
+            if (f->l4_found && f->l4_epoch == f->top_epoch && f->l4_id == f->top_uid) {
+                v.kind = CRPM_V_L4;
+                v.set_aside = 1;
+            }
+        }
     } else if (v.l1 != CRPM_L1S_FRESH && !v.damaged) {
         v.kind = CRPM_V_ERROR; /* a mismatch: below */
     } else if (!f->l4_known) {
@@ -140,6 +165,7 @@ crpm_verdict crpm_decide_restart(const crpm_restart_facts *f)
         v.code = v.l1 == CRPM_L1S_NRANKS    ? CRPM_ERR_NRANKS
                  : v.l1 == CRPM_L1S_MIXED   ? CRPM_ERR_IDENTITY
                  : v.l1 == CRPM_L1S_MISSING ? CRPM_ERR_MISSING
+                 : v.l1 == CRPM_L1S_CORRUPT ? CRPM_ERR_CORRUPT
                  : v.l1 == CRPM_L1S_OPEN    ? CRPM_ERR_REMOTE /* refined per rank in crpm_verdict_error */
                                             : CRPM_ERR_EPOCH;
         return v;
@@ -175,6 +201,78 @@ static void fmt_ranks(char *buf, size_t n, const crpm_restart_facts *f, int fiel
     }
     if (total > listed && used < n)
         snprintf(buf + used, n - used, " and %d more", total - listed);
+}
+
+/* "1, 4, 7" (at most 8 listed) for the ranks whose row passes `pred`. */
+static void fmt_if(char *buf, size_t n, const crpm_restart_facts *f, int (*pred)(const int64_t *))
+{
+    size_t used = 0;
+    int listed = 0, total = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < f->nranks; r++) {
+        if (!pred(row(f, r)))
+            continue;
+        total++;
+        if (listed < 8 && used < n) {
+            used += (size_t)snprintf(buf + used, n - used, "%s%d", listed ? ", " : "", r);
+            listed++;
+        }
+    }
+    if (total > listed && used < n)
+        snprintf(buf + used, n - used, " and %d more", total - listed);
+}
+
+static int is_corrupt(const int64_t *x)
+{
+    return x[CRPM_F_BAD] || (x[CRPM_F_EXISTS] && x[CRPM_F_RC] == CRPM_ERR_CORRUPT);
+}
+static int is_missing(const int64_t *x) { return !x[CRPM_F_EXISTS]; }
+static int is_unreadable(const int64_t *x)
+{
+    return x[CRPM_F_RC] < 0 && x[CRPM_F_RC] != CRPM_ERR_CORRUPT && !x[CRPM_F_BAD];
+}
+static int rep_bad(const int64_t *x) { return x[CRPM_F_REP_BAD] != 0; }
+static int par_bad(const int64_t *x) { return x[CRPM_F_PAR_BAD] != 0; }
+static int prev_bad(const int64_t *x) { return x[CRPM_F_PREV_BAD] != 0; }
+
+/* Appends "; <what> <ranks>" when some rank passes pred. */
+static size_t add_part(char *buf, size_t n, size_t used, const crpm_restart_facts *f, int (*pred)(const int64_t *),
+                       const char *fmt)
+{
+    char ranks[128];
+    fmt_if(ranks, sizeof ranks, f, pred);
+    if (!ranks[0] || used >= n)
+        return used;
+    used += (size_t)snprintf(buf + used, n - used, "%s", used ? "; " : "");
+    if (used < n)
+        used += (size_t)snprintf(buf + used, n - used, fmt, ranks);
+    return used;
+}
+
+/* Damage no redundancy could repair: the same text on every rank, naming
+ * what is damaged or lost; the damaged rank adds its own file and detail. */
+static int damage_error(const crpm_restart_facts *f, int me, const char *own_msg, const char *job_dir,
+                        const char *job_name)
+{
+    char what[1024] = "", fmt[256];
+    size_t used = 0;
+    snprintf(fmt, sizeof fmt, "the container of rank(s) %%s (rank-<r>.crpm in its node's job directory, here %s) is "
+             "corrupt", job_dir);
+    used = add_part(what, sizeof what, used, f, is_corrupt, fmt);
+    used = add_part(what, sizeof what, used, f, is_missing, "the container of rank(s) %s is missing");
+    used = add_part(what, sizeof what, used, f, is_unreadable, "the container of rank(s) %s cannot be read");
+    used = add_part(what, sizeof what, used, f, rep_bad, "the level-2 partner copy of rank(s) %s is corrupt");
+    used = add_part(what, sizeof what, used, f, par_bad, "the level-3 parity container of rank(s) %s is corrupt");
+    used = add_part(what, sizeof what, used, f, prev_bad, "the previous epoch of rank(s) %s is corrupt too");
+    if (f->l4_damaged && used < sizeof what)
+        snprintf(what + used, sizeof what - used, "%sthe level-4 files are damaged", used ? "; " : "");
+    const int64_t *mine = row(f, me);
+    int own = (mine[CRPM_F_RC] < 0 || mine[CRPM_F_BAD]) && own_msg && own_msg[0];
+    return crpm_error(CRPM_ERR_CORRUPT,
+                      "crpm_init: job '%s' cannot restart: %s; no intact partner copy, level-3 parity or level-4 "
+                      "checkpoint makes good what is damaged or lost at an epoch every rank holds; no file was "
+                      "changed or removed%s%s",
+                      job_name, what, own ? "; this rank: " : "", own ? own_msg : "");
 }
 
 int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int me, const char *own_msg,
@@ -216,9 +314,10 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
         fmt_ranks(ranks, sizeof ranks, f, CRPM_F_EXISTS, 0);
         return crpm_error(CRPM_ERR_MISSING,
                           "crpm_init: job '%s' has checkpoints in %s but the container of rank(s) %s is missing%s; "
-                          "refusing to start fresh over them, nothing was changed (if a node is back or the "
-                          "configuration differs from the run that wrote them, relaunch as that run; to start anew, "
-                          "set on_unrecoverable = fresh in [advanced], which keeps them aside, or use another job_name)",
+                          "refusing to start fresh over them; no file was changed or removed (if a node is back or "
+                          "the configuration differs from the run that wrote them, relaunch as that run; to start "
+                          "anew, set on_unrecoverable = fresh in [advanced], which keeps them aside, or use another "
+                          "job_name)",
                           job_name, job_dir, ranks,
                           l2 ? " and so is its level-2 partner copy (a node and its partner node were lost; no "
                                "level-4 checkpoint to fall back to)" : "");
@@ -235,6 +334,8 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
                           "crpm_init: the container of rank(s) %s in %s cannot be opened (rank %d: %s)", ranks,
                           job_dir, first, crpm_strerror((int)row(f, first)[CRPM_F_RC]));
     }
+    case CRPM_L1S_CORRUPT:
+        return damage_error(f, me, own_msg, job_dir, job_name);
     case CRPM_L1S_FULL_ON_DIFF:
         return crpm_error(CRPM_ERR_CONFIG,
                           "crpm_init: job '%s' has differential checkpoints; method = full cannot restart from them",
@@ -367,4 +468,51 @@ none:
     for (int r = 0; r < nranks; r++)
         rebuild[r] = 0;
     return 0;
+}
+
+/* A container whose metadata opened: intact, or with damaged data only. */
+static int described(const int64_t *x) { return x[CRPM_F_EXISTS] && (x[CRPM_F_RC] == 0 || x[CRPM_F_BAD]); }
+
+void crpm_decide_top(const int64_t *rows, int nranks, int64_t *epoch, int64_t *uid)
+{
+    *epoch = *uid = -1;
+    for (int r = 0; r < nranks; r++) {
+        const int64_t *x = rows + (size_t)r * CRPM_F_N;
+        if (described(x) && x[CRPM_F_EPOCH] > *epoch) {
+            *epoch = x[CRPM_F_EPOCH];
+            *uid = x[CRPM_F_UID];
+        }
+    }
+}
+
+int crpm_decide_prev_patch(int64_t *rows, int nranks)
+{
+    int n = 0;
+    for (int r = 0; r < nranks; r++) {
+        const int64_t *x = rows + (size_t)r * CRPM_F_N;
+        n += x[CRPM_F_BAD] && x[CRPM_F_RC] == CRPM_ERR_CORRUPT && x[CRPM_F_PREV] && x[CRPM_F_EPOCH] >= 2;
+    }
+    if (!n)
+        return 0;
+    int64_t *t = malloc(sizeof *t * CRPM_F_N * (size_t)nranks);
+    if (!t)
+        return 0; /* no fallback: the damage is reported */
+    memcpy(t, rows, sizeof *t * CRPM_F_N * (size_t)nranks);
+    for (int r = 0; r < nranks; r++) {
+        int64_t *x = t + (size_t)r * CRPM_F_N;
+        if (!(x[CRPM_F_BAD] && x[CRPM_F_RC] == CRPM_ERR_CORRUPT && x[CRPM_F_PREV] && x[CRPM_F_EPOCH] >= 2))
+            continue;
+        x[CRPM_F_RC] = 0;
+        x[CRPM_F_BAD] = 0;
+        x[CRPM_F_EPOCH]--;
+        x[CRPM_F_PREV] = 0;
+    }
+    crpm_restart_facts tf = {.nranks = nranks, .rank = t};
+    crpm_verdict tv = {0};
+    judge_l1(&tf, &tv);
+    /* every rank at the damaged ranks' previous epoch or one ahead of it with that epoch intact */
+    if (tv.l1 == CRPM_L1S_USABLE)
+        memcpy(rows, t, sizeof *t * CRPM_F_N * (size_t)nranks);
+    free(t);
+    return tv.l1 == CRPM_L1S_USABLE ? n : 0;
 }

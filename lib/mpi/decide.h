@@ -28,6 +28,14 @@ enum crpm_fact {
     CRPM_F_PAR_PREV, /* ... and its previous one (-1 = none) */
     CRPM_F_PAR_RUN0,
     CRPM_F_PAR_RUN1,
+    /* data checks (restart.c, before anything is decided) */
+    CRPM_F_BAD,      /* its container opened but the committed epoch's data fails its CRCs
+                        (then RC = CRPM_ERR_CORRUPT, EPOCH and PREV still describe it; a patch
+                        that replaces the row keeps BAD, for the error text) */
+    CRPM_F_PREV_BAD, /* ... epoch-1 was recoverable but its data fails (PREV is then 0) */
+    CRPM_F_UID,      /* checkpoint id of the committed epoch (when opened) */
+    CRPM_F_REP_BAD,  /* level 2: its partner copy fails its checksums, metadata or data (REP_OK 0) */
+    CRPM_F_PAR_BAD,  /* level 3: its parity container fails its checksums (PAR_OK -1) */
     CRPM_F_N
 };
 
@@ -40,6 +48,12 @@ typedef struct crpm_restart_facts {
     int l4_found;          /* ... and holds a valid checkpoint */
     int l4_damaged;        /* ... or holds files of the job of which none is valid */
     int unrecoverable_fresh; /* on_unrecoverable = fresh: start anew rather than fail */
+    int64_t l4_epoch, l4_id; /* l4_found: the job epoch and checkpoint id of that file */
+    /* the patches below repaired some rank and the result is older than the
+     * newest committed epoch (top, with its checkpoint id): a level-4 file of
+     * that epoch is then preferred (crpm_decide_top) */
+    int repaired;
+    int64_t top_epoch, top_uid;
 } crpm_restart_facts;
 
 enum crpm_verdict_kind {
@@ -55,7 +69,7 @@ enum crpm_verdict_kind {
 /* Why level 1 cannot serve (for the error text). */
 enum crpm_l1_state { CRPM_L1S_FRESH, CRPM_L1S_USABLE, CRPM_L1S_NRANKS, CRPM_L1S_MISSING, CRPM_L1S_OPEN,
                      CRPM_L1S_EPOCH, CRPM_L1S_FULL_ON_DIFF, CRPM_L1S_FULL_NOCOMMON, CRPM_L1S_L4_CORRUPT,
-                     CRPM_L1S_MIXED };
+                     CRPM_L1S_MIXED, CRPM_L1S_CORRUPT };
 
 typedef struct crpm_verdict {
     int kind;
@@ -86,6 +100,18 @@ int crpm_decide_l2_patch(int64_t *rows, int nranks, int64_t *restore);
  * Returns how many ranks that is. */
 int crpm_decide_l3_patch(int64_t *rows, int nranks, const int *groups, const int *members, int K, int M,
                          int64_t *rebuild);
+
+/* Before the patches: the newest epoch a container that opened commits
+ * (intact or not) and its checkpoint id; -1 when none. */
+void crpm_decide_top(const int64_t *rows, int nranks, int64_t *epoch, int64_t *uid);
+
+/* After the level-2 and level-3 patches: ranks whose committed epoch fails
+ * its data check and that nothing else repaired fall back to their intact
+ * previous epoch (their rows then describe it: the verdict rolls their
+ * containers back), but only when every rank then agrees on one epoch
+ * (level 1 usable); rows are left unchanged otherwise.  Never to epoch 0 (a
+ * fresh start).  Returns how many ranks fall back. */
+int crpm_decide_prev_patch(int64_t *rows, int nranks);
 
 /* Sets the message of an error verdict for rank `me` (own_msg: its own open
  * or rollback error text, may be "") and returns the code. */

@@ -21,8 +21,10 @@
 typedef struct gathered {
     crpm_restart_facts f;
     int64_t *all;              /* nranks x CRPM_F_N */
-    crpm_container *c;         /* this rank's container, if it opened */
-    char own_msg[512];         /* why it did not */
+    crpm_container *c;         /* this rank's container, if it opened (also when its data is damaged) */
+    char own_msg[512];         /* why it did not, or what its data check found */
+    int corrupt;               /* its checksums failed: set aside as .corrupt-<time> */
+    int nprev;                 /* ranks falling back to their previous epoch (crpm_decide_prev_patch) */
     int node_rank;
     char l4_path[CRPM_PATH_MAX];
     char l4_msg[512];          /* why level 4 could not serve */
@@ -35,6 +37,39 @@ typedef struct gathered {
     int l4_id;
     uint64_t l4_epoch;
 } gathered;
+
+/* Every byte of the committed epoch (and of the previous one, when it is
+ * recoverable) is checked against its CRC before anything is decided: a
+ * container that fails is damaged like a lost one, so the decision repairs
+ * it from an intact copy instead of propagating it.  This reads the
+ * container once more than recovery does, at restart only. */
+static void check_own(crpm_ctx *ctx, gathered *g, int64_t *mine)
+{
+    int bad = 0, prev_bad = 0;
+    char msg[sizeof g->own_msg];
+    mine[CRPM_F_UID] = (int64_t)crpm_container_user_id(g->c);
+    if (crpm_testhook_skip_data_check())
+        return;
+    int rc = crpm_container_verify_epochs(g->c, &bad, &prev_bad, msg, sizeof msg);
+    if (rc != 0) {
+        bad = 1; /* not checked: not trusted */
+        snprintf(msg, sizeof msg, "%s", crpm_last_error());
+    }
+    if (prev_bad) {
+        mine[CRPM_F_PREV] = 0;
+        mine[CRPM_F_PREV_BAD] = 1;
+    }
+    if (bad) {
+        mine[CRPM_F_RC] = rc ? rc : CRPM_ERR_CORRUPT;
+        mine[CRPM_F_BAD] = rc == 0;
+        g->corrupt = rc == 0;
+        snprintf(g->own_msg, sizeof g->own_msg, "%s", msg);
+    }
+    if ((bad || prev_bad) && ctx->cfg.verbosity >= 1) {
+        fprintf(stderr, "[crpm rank %d] %s\n", ctx->rank, msg);
+        fflush(stderr);
+    }
+}
 
 /* Each rank's facts about its own container, exchanged with all. */
 static int gather(crpm_ctx *ctx, gathered *g)
@@ -52,12 +87,14 @@ static int gather(crpm_ctx *ctx, gathered *g)
             g->c = NULL;
             snprintf(g->own_msg, sizeof g->own_msg, "%s", crpm_last_error());
             mine[CRPM_F_RC] = rc;
+            g->corrupt = rc == CRPM_ERR_CORRUPT;
         } else {
             mine[CRPM_F_EPOCH] = (int64_t)crpm_container_epoch(g->c);
             mine[CRPM_F_PREV] = crpm_container_prev_available(g->c);
             uint8_t id[CRPM_RUN_ID_LEN];
             crpm_container_run_id(g->c, id);
             memcpy(&mine[CRPM_F_RUN0], id, sizeof id);
+            check_own(ctx, g, mine);
         }
     }
     /* One rank per node looks for containers of ranks this run lacks. */
@@ -75,6 +112,7 @@ static int gather(crpm_ctx *ctx, gathered *g)
         /* level 2: what the partner holds of this rank's container */
         int64_t rep[CRPM_L2F_N + 1];
         crpm_level_l2_open_copies(&ctx->l2);
+        crpm_level_l2_verify_copies(&ctx->l2, ctx->cfg.verbosity >= 1);
         int rc = crpm_level_l2_exchange_facts(&ctx->l2, rep);
         if (rc != 0)
             return rc;
@@ -84,16 +122,19 @@ static int gather(crpm_ctx *ctx, gathered *g)
         mine[CRPM_F_REP_PREV] = rep[CRPM_L2F_PREV];
         mine[CRPM_F_REP_RUN0] = rep[CRPM_L2F_RUN0];
         mine[CRPM_F_REP_RUN1] = rep[CRPM_L2F_RUN1];
+        mine[CRPM_F_REP_BAD] = rep[CRPM_L2F_BAD];
     }
     if (ctx->l3.ops) {
         /* level 3: the parity this rank holds */
         int64_t par[CRPM_L3F_N];
+        crpm_level_l3_verify(&ctx->l3, ctx->cfg.verbosity >= 1);
         crpm_level_l3_facts(&ctx->l3, par);
         mine[CRPM_F_PAR_OK] = par[CRPM_L3F_OK] ? 1 : par[CRPM_L3F_FILE] ? -1 : 0;
         mine[CRPM_F_PAR_EPOCH] = par[CRPM_L3F_EPOCH];
         mine[CRPM_F_PAR_PREV] = par[CRPM_L3F_PREV];
         mine[CRPM_F_PAR_RUN0] = par[CRPM_L3F_RUN0];
         mine[CRPM_F_PAR_RUN1] = par[CRPM_L3F_RUN1];
+        mine[CRPM_F_PAR_BAD] = par[CRPM_L3F_BAD];
     }
     g->all = malloc(sizeof(int64_t) * CRPM_F_N * (size_t)ctx->nranks);
     if (!g->all)
@@ -124,6 +165,8 @@ static int gather_l4(crpm_ctx *ctx, gathered *g)
     if (rc == 0 && found[0] != -found[1])
         rc = crpm_error(CRPM_ERR_EPOCH, "crpm_init: ranks disagree on the newest level-4 checkpoint");
     g->f.l4_found = rc == 0 && found[0];
+    g->f.l4_epoch = g->f.l4_found ? (int64_t)g->l4_epoch : -1;
+    g->f.l4_id = g->f.l4_found ? g->l4_id : -1;
     g->f.l4_damaged = rc == 0 && !found[0] && found[2] != 0;
     return rc;
 #else
@@ -133,7 +176,9 @@ static int gather_l4(crpm_ctx *ctx, gathered *g)
 }
 
 /* A container that cannot be used but may hold the newest data is kept
- * under another name, never overwritten: rank-<r>.crpm.unused-<time>. */
+ * under another name, never overwritten: rank-<r>.crpm.unused-<time>, or
+ * .corrupt-<time> when its checksums failed (finalize leaves those for the
+ * user to look at).  A name already taken gets a counter. */
 static int set_aside(crpm_ctx *ctx, gathered *g)
 {
     struct stat st;
@@ -141,11 +186,16 @@ static int set_aside(crpm_ctx *ctx, gathered *g)
     g->c = NULL;
     if (stat(ctx->path, &st) != 0)
         return CRPM_SUCCESS;
-    char to[CRPM_PATH_MAX + 40];
-    snprintf(to, sizeof to, "%s.unused-%lld", ctx->path, (long long)time(NULL));
+    char to[CRPM_PATH_MAX + 64];
+    const char *why = g->corrupt ? "corrupt" : "unused";
+    long long now = (long long)time(NULL);
+    snprintf(to, sizeof to, "%s.%s-%lld", ctx->path, why, now);
+    for (int k = 1; stat(to, &st) == 0 && k < 1000; k++)
+        snprintf(to, sizeof to, "%s.%s-%lld-%d", ctx->path, why, now, k);
     int rc = crpm_durable_rename(ctx->path, to);
     if (rc == 0 && ctx->cfg.verbosity >= 1)
-        fprintf(stderr, "[crpm rank %d] kept the unusable container as %s\n", ctx->rank, to);
+        fprintf(stderr, "[crpm rank %d] kept the %s container as %s\n", ctx->rank,
+                g->corrupt ? "corrupt" : "unusable", to);
     return rc;
 }
 
@@ -341,6 +391,30 @@ static int restore_l3(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
     return rc;
 }
 
+/* The verdict; when it asks for level 4, after looking there (collective). */
+static int decide(crpm_ctx *ctx, gathered *g, crpm_verdict *v)
+{
+    *v = crpm_decide_restart(&g->f);
+    if (v->kind != CRPM_V_ASK_L4)
+        return CRPM_SUCCESS;
+    int rc = gather_l4(ctx, g);
+    if (rc == 0)
+        *v = crpm_decide_restart(&g->f);
+    return rc;
+}
+
+/* Damaged data nothing could repair at its epoch: every rank resumes at the
+ * epoch before it, which every rank holds intact (crpm_decide_prev_patch). */
+static void note_fallback(crpm_ctx *ctx, const gathered *g, const crpm_verdict *v)
+{
+    if (ctx->rank == 0 && ctx->cfg.verbosity >= 1) {
+        fprintf(stderr, "[crpm] restart: epoch %lld is damaged on %d rank%s and no partner copy, parity or level-4 "
+                "checkpoint holds it intact: every rank resumes at epoch %lld\n", (long long)g->f.top_epoch,
+                g->nprev, g->nprev == 1 ? "" : "s", (long long)v->epoch);
+        fflush(stderr);
+    }
+}
+
 int crpm_restart(crpm_ctx *ctx)
 {
     gathered g;
@@ -352,6 +426,8 @@ int crpm_restart(crpm_ctx *ctx)
         return rc;
     rc = gather(ctx, &g);
     rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init");
+    if (rc == 0)
+        crpm_decide_top(g.all, ctx->nranks, &g.f.top_epoch, &g.f.top_uid);
     if (rc == 0 && ctx->l2.ops) {
         if (!(g.restore = calloc((size_t)ctx->nranks, sizeof *g.restore)))
             rc = crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
@@ -375,8 +451,12 @@ int crpm_restart(crpm_ctx *ctx)
     }
     crpm_verdict v = {0};
     if (rc == 0) {
-        v = crpm_decide_restart(&g.f);
-        if (v.kind == CRPM_V_L1 && g.nrestore)
+        g.nprev = crpm_decide_prev_patch(g.all, ctx->nranks);
+        g.f.repaired = g.nrestore + g.nrebuild + g.nprev > 0;
+        rc = decide(ctx, &g, &v);
+        if (rc == 0 && v.kind == CRPM_V_L1 && g.nprev)
+            note_fallback(ctx, &g, &v);
+        if (rc == 0 && v.kind == CRPM_V_L1 && g.nrestore)
             rc = restore_l2(ctx, &g);
         if (rc == 0 && v.kind == CRPM_V_L1 && g.nrebuild)
             rc = restore_l3(ctx, &g, &v);
@@ -390,14 +470,8 @@ int crpm_restart(crpm_ctx *ctx)
         if (rc != 0 && rc != CRPM_ERR_MPI) {
             snprintf(g.own_msg, sizeof g.own_msg, "%s", crpm_last_error());
             g.f.l1_rejected = 1;
-            v = crpm_decide_restart(&g.f);
-            rc = CRPM_SUCCESS;
+            rc = decide(ctx, &g, &v);
         }
-    }
-    if (rc == 0 && v.kind == CRPM_V_ASK_L4) {
-        rc = gather_l4(ctx, &g);
-        if (rc == 0)
-            v = crpm_decide_restart(&g.f);
     }
     if (rc == 0 && (v.kind == CRPM_V_L4 || v.kind == CRPM_V_FRESH || v.kind == CRPM_V_FULL ||
                     (v.kind == CRPM_V_ERROR && v.l1 == CRPM_L1S_FULL_NOCOMMON)))

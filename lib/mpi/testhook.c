@@ -129,6 +129,12 @@ void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o)
     o->full_encode = b > 0 && (b & BASE_L3_FULL_ENCODE);
 }
 
+int crpm_testhook_skip_data_check(void)
+{
+    const char *v = getenv("CRPM_TEST_SKIP_DATA_CHECK");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 void crpm_testhook_pause(const char *point, int rank)
 {
     const char *v = getenv("CRPM_TEST_PAUSE");

@@ -25,6 +25,10 @@ void crpm_testhook_attach(crpm_ctx *ctx, crpm_container *c);
 /* Level 2's kill points and baseline. */
 void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o);
 /* Level 3's kill points, parity check and baseline. */
+/* CRPM_TEST_SKIP_DATA_CHECK=1: restart does not check the containers' data
+ * before deciding, so that tests reach the checks made where data is used
+ * (a level-3 survivor's units). */
+int crpm_testhook_skip_data_check(void);
 void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o);
 /* CRPM_TEST_PAUSE=<point>:<dir> holds every rank that reaches `point`
  * (init_lock: the job directory made, its lock not yet taken;
@@ -40,6 +44,7 @@ static inline void crpm_testhook_attach(crpm_ctx *ctx, crpm_container *c) { (voi
 static inline void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o) { (void)ctx; (void)o; }
 static inline void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o) { (void)ctx; (void)o; }
 static inline void crpm_testhook_pause(const char *point, int rank) { (void)point; (void)rank; }
+static inline int crpm_testhook_skip_data_check(void) { return 0; }
 #endif
 
 #endif

@@ -42,8 +42,11 @@ static const tcase cases[] = {
      CRPM_L1S_MISSING, 0, 0, 0, 0},
     {"missing beside empty containers: fresh", 3, {OK(0, 0), NONE, OK(0, 0)}, 0, 0, 1, 0, CRPM_V_FRESH, -1,
      CRPM_L1S_FRESH, 0, 0, 0, 0},
-    {"a container cannot be opened", 2, {OK(3, 1), {{1, CRPM_ERR_CORRUPT, 0, 0, 0, -1, -1, -1}}}, 0, 0, 1, 0,
+    {"a container cannot be opened", 2, {OK(3, 1), {{1, CRPM_ERR_TRUNCATED, 0, 0, 0, -1, -1, -1}}}, 0, 0, 1, 0,
      CRPM_V_ERROR, CRPM_ERR_REMOTE, CRPM_L1S_OPEN, 0, 0, 0, 0},
+    /* damage the checksums found: the same error on every rank */
+    {"a container is corrupt", 2, {OK(3, 1), {{1, CRPM_ERR_CORRUPT, 0, 0, 0, -1, -1, -1}}}, 0, 0, 1, 0,
+     CRPM_V_ERROR, CRPM_ERR_CORRUPT, CRPM_L1S_CORRUPT, 0, 0, 0, 0},
     {"written by another rank count", 2, {OK(3, 1), {{1, CRPM_ERR_NRANKS, 1, 0, 0, -1, -1, -1}}}, 0, 0, 1, 0,
      CRPM_V_ERROR, CRPM_ERR_NRANKS, CRPM_L1S_NRANKS, 0, 0, 0, 0},
     {"containers of ranks this run lacks", 2, {{{1, 0, 0, 3, 1, 4, -1, -1}}, OK(3, 1)}, 0, 0, 1, 0,
@@ -69,7 +72,7 @@ static const tcase cases[] = {
     {"other rank count beside level 4: error", 2, {OK(3, 1), {{1, CRPM_ERR_NRANKS, 1, 0, 0, -1, -1, -1}}}, 0, 0, 1,
      1, CRPM_V_ERROR, CRPM_ERR_NRANKS, CRPM_L1S_NRANKS, 0, 0, 0, 0},
     {"corrupt container, level 4 serves, set aside", 2, {OK(3, 1), {{1, CRPM_ERR_CORRUPT, 0, 0, 0, -1, -1, -1}}},
-     0, 0, 1, 1, CRPM_V_L4, -1, CRPM_L1S_OPEN, 0, 0, 0, 1},
+     0, 0, 1, 1, CRPM_V_L4, -1, CRPM_L1S_CORRUPT, 0, 0, 0, 1},
     {"lost container, level 4 serves, set aside", 3, {OK(3, 1), NONE, OK(3, 1)}, 0, 0, 1, 1, CRPM_V_L4, -1,
      CRPM_L1S_MISSING, 0, 0, 0, 1},
     {"lost container, nothing else, fresh asked for", 3, {OK(3, 1), NONE, OK(3, 1)}, 0, 0, 1, 0, CRPM_V_FRESH, -1,
@@ -136,6 +139,149 @@ static void l2_cases(void)
     }
 }
 
+/* Damaged data (restart.c's checks set BAD, PREV_BAD, REP_BAD, PAR_BAD):
+ * 3 ranks, ring partners; rows built field by field. */
+typedef struct irow { int64_t f[CRPM_F_N]; } irow;
+
+static irow intact(int64_t e, int64_t uid)
+{
+    irow x;
+    memset(&x, 0, sizeof x);
+    x.f[CRPM_F_EXISTS] = 1;
+    x.f[CRPM_F_EPOCH] = e;
+    x.f[CRPM_F_PREV] = 1;
+    x.f[CRPM_F_EXTRA] = x.f[CRPM_F_FULL0] = x.f[CRPM_F_FULL1] = -1;
+    x.f[CRPM_F_RUN0] = 7;
+    x.f[CRPM_F_UID] = uid;
+    x.f[CRPM_F_REP_FILE] = x.f[CRPM_F_REP_OK] = 1;
+    x.f[CRPM_F_REP_EPOCH] = e;
+    x.f[CRPM_F_REP_PREV] = 1;
+    x.f[CRPM_F_REP_RUN0] = 7;
+    return x;
+}
+
+/* data fails its check at epoch e; prev: its epoch e-1 is intact */
+static irow damaged(int64_t e, int prev)
+{
+    irow x = intact(e, 10 * e);
+    x.f[CRPM_F_RC] = CRPM_ERR_CORRUPT;
+    x.f[CRPM_F_BAD] = 1;
+    x.f[CRPM_F_PREV] = prev;
+    x.f[CRPM_F_PREV_BAD] = !prev;
+    return x;
+}
+
+static irow lost(void)
+{
+    irow x;
+    memset(&x, 0, sizeof x);
+    x.f[CRPM_F_EXTRA] = x.f[CRPM_F_FULL0] = x.f[CRPM_F_FULL1] = -1;
+    return x;
+}
+
+/* its partner copy lags one epoch */
+static irow behind(irow x)
+{
+    x.f[CRPM_F_REP_EPOCH] = (x.f[CRPM_F_REP_EPOCH] ? x.f[CRPM_F_REP_EPOCH] : x.f[CRPM_F_EPOCH]) - 1;
+    x.f[CRPM_F_REP_PREV] = 0;
+    return x;
+}
+
+static irow no_prev(irow x)
+{
+    x.f[CRPM_F_PREV] = 0;
+    return x;
+}
+
+static irow no_copy(irow x, int corrupt)
+{
+    x.f[CRPM_F_REP_OK] = 0;
+    x.f[CRPM_F_REP_EPOCH] = 0;
+    x.f[CRPM_F_REP_FILE] = corrupt;
+    x.f[CRPM_F_REP_BAD] = corrupt;
+    return x;
+}
+
+typedef struct icase {
+    const char *name;
+    irow r[3];
+    int l2;               /* apply the level-2 patch */
+    int l4_found;         /* a valid level-4 file of epoch l4_epoch, id l4_id */
+    int64_t l4_epoch, l4_id;
+    int restored, fallback; /* expected patch counts */
+    int kind;             /* expected final verdict (after level 4 was asked for when needed) */
+    int64_t epoch;
+    int asked_l4;         /* the first verdict asks for level 4 */
+    const char *text;     /* error text must contain it */
+} icase;
+
+static void integrity_cases(void)
+{
+    const icase cs[] = {
+        {"corrupt container, intact copy: level 2 repairs at the same epoch",
+         {intact(6, 60), damaged(6, 1), intact(6, 60)}, 1, 0, 0, 0, 1, 0, CRPM_V_L1, 6, 0, NULL},
+        {"corrupt container, corrupt copy, intact previous epoch everywhere: all fall back",
+         {intact(6, 60), no_copy(damaged(6, 1), 1), intact(6, 60)}, 1, 0, 0, 0, 0, 1, CRPM_V_L1, 5, 1, NULL},
+        {"... unless a level-4 file holds that very epoch",
+         {intact(6, 60), no_copy(damaged(6, 1), 1), intact(6, 60)}, 1, 1, 6, 60, 0, 1, CRPM_V_L4, 0, 1, NULL},
+        {"... a level-4 file of an older epoch does not beat the fallback",
+         {intact(6, 60), no_copy(damaged(6, 1), 1), intact(6, 60)}, 1, 1, 4, 40, 0, 1, CRPM_V_L1, 5, 1, NULL},
+        {"... nor one with the epoch but another checkpoint id",
+         {intact(6, 60), no_copy(damaged(6, 1), 1), intact(6, 60)}, 1, 1, 6, 99, 0, 1, CRPM_V_L1, 5, 1, NULL},
+        {"corrupt container and copy, previous epoch damaged too: error naming them",
+         {intact(6, 60), no_copy(damaged(6, 0), 1), intact(6, 60)}, 1, 0, 0, 0, 0, 0, CRPM_V_ERROR, 0, 1,
+         "the container of rank(s) 1 (rank-<r>.crpm in its node's job directory, here /ckpt/job) is corrupt; "
+         "the level-2 partner copy of rank(s) 1 is corrupt; "
+         "the previous epoch of rank(s) 1 is corrupt too"},
+        {"no fallback when another rank lacks the previous epoch",
+         {intact(6, 60), no_copy(damaged(6, 1), 0), no_prev(intact(6, 60))}, 1, 0, 0, 0, 0, 0, CRPM_V_ERROR, 0, 1,
+         "rank(s) 1 (rank-<r>.crpm in its node's job directory, here /ckpt/job) is corrupt"},
+        {"no fallback to epoch 0 (a fresh start)", {intact(1, 10), no_copy(damaged(1, 1), 0), intact(1, 10)}, 1, 0,
+         0, 0, 0, 0, CRPM_V_ERROR, 0, 1, "rank(s) 1"},
+        {"corrupt container beside a lost one: corrupt, naming both",
+         {intact(6, 60), no_copy(damaged(6, 0), 0), lost()}, 0, 0, 0, 0, 0, 0, CRPM_V_ERROR, 0, 1,
+         "is corrupt; the container of rank(s) 2 is missing"},
+        {"repaired from a copy one epoch behind: a level-4 file of the newest epoch wins",
+         {intact(6, 60), behind(damaged(6, 0)), intact(6, 60)}, 1, 1, 6, 60, 1, 0, CRPM_V_L4, 0, 1, NULL},
+        {"corrupt container, its copy three epochs behind: damage, not an epoch mismatch",
+         {intact(6, 60), behind(behind(behind(damaged(6, 0)))), intact(6, 60)}, 1, 0, 0, 0, 1, 0, CRPM_V_ERROR, 0, 1,
+         "the container of rank(s) 1 (rank-<r>.crpm"},
+        {"repaired from a copy one epoch behind, no level 4: every rank at that epoch",
+         {intact(6, 60), behind(damaged(6, 0)), intact(6, 60)}, 1, 0, 0, 0, 1, 0, CRPM_V_L1, 5, 1, NULL},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        const icase *t = &cs[i];
+        int64_t rows[3 * CRPM_F_N], restore[3];
+        for (int r = 0; r < 3; r++)
+            memcpy(rows + r * CRPM_F_N, t->r[r].f, sizeof t->r[r].f);
+        crpm_restart_facts f = {.nranks = 3, .rank = rows};
+        crpm_decide_top(rows, 3, &f.top_epoch, &f.top_uid);
+        int n = t->l2 ? crpm_decide_l2_patch(rows, 3, restore) : 0;
+        int fb = crpm_decide_prev_patch(rows, 3);
+        f.repaired = n + fb > 0;
+        crpm_verdict v = crpm_decide_restart(&f);
+        int asked = v.kind == CRPM_V_ASK_L4;
+        f.l4_known = 1;
+        f.l4_found = t->l4_found;
+        f.l4_epoch = t->l4_epoch;
+        f.l4_id = t->l4_id;
+        if (asked)
+            v = crpm_decide_restart(&f);
+        int bad = n != t->restored || fb != t->fallback || v.kind != t->kind || asked != t->asked_l4 ||
+                  (v.kind == CRPM_V_L1 && v.epoch != t->epoch) || (v.kind == CRPM_V_L4 && !v.set_aside);
+        if (v.kind == CRPM_V_ERROR) {
+            int code = crpm_verdict_error(&f, &v, 0, "", "/ckpt/job", "job");
+            bad |= code != CRPM_ERR_CORRUPT || (t->text && !strstr(crpm_last_error(), t->text)) ||
+                   strstr(crpm_last_error(), "remove the");
+            /* the damaged rank adds its own detail */
+            crpm_verdict_error(&f, &v, 1, "rank-1.crpm: array id 3, byte offset 1024", "/ckpt/job", "job");
+            bad |= !strstr(crpm_last_error(), "this rank: rank-1.crpm: array id 3");
+        }
+        CHECK(!bad, "integrity %s: restored %d, fallback %d, asked %d, kind %d (want %d), epoch %lld: %s", t->name, n,
+              fb, asked, v.kind, t->kind, (long long)v.epoch, v.kind == CRPM_V_ERROR ? crpm_last_error() : "");
+    }
+}
+
 int main(void)
 {
     int n = (int)(sizeof cases / sizeof cases[0]);
@@ -170,5 +316,6 @@ int main(void)
               strstr(crpm_last_error(), "slot checksum"),
           "own open error: %s", crpm_last_error());
     l2_cases();
+    integrity_cases();
     return check_summary("decide");
 }
