@@ -141,6 +141,57 @@ CRPM_API int crpm_stored_size(int id, int64_t *bytes);
  *   CRPM_ERR_NOMEM. */
 CRPM_API int crpm_set_name(int id, const char *name);
 
+/* ---- restart on another number of ranks (docs/reshape.md) -------------------
+ * The application describes its distributed state as global N-D datasets
+ * and says which box of which dataset each protected array holds; arrays
+ * equal on every rank are marked replicated.  A checkpoint then carries
+ * this layout at every level, level-4 files hold each dataset as one N-D
+ * HDF5 dataset of its global shape, and crpm_init on another number of
+ * ranks finds the checkpoint: crpm_status() returns CRPM_STATUS_RESHAPED,
+ * the application protects and describes its new boxes (sizes from
+ * crpm_global_dims) and crpm_recover() fills them, moving the data between
+ * ranks over MPI.  Boxes are row-major (C order); offsets and counts are in
+ * elements.  Array ids from INT32_MIN to INT32_MIN + 65535 are reserved
+ * for the library. */
+
+/* Most dimensions of a global dataset. */
+#define CRPM_MAX_DIMS 32
+/* Longest global dataset name, with the terminating NUL. */
+#define CRPM_GLOBAL_NAME_MAX 256
+
+/* Local; the same call on every rank.  Declares global dataset `gid` of
+ * `ndims` dimensions dims[0..ndims) (C order: dims[ndims-1] varies fastest)
+ * and element type `type`; `name` (may be NULL: "global_<gid>") names its
+ * HDF5 dataset in level-4 files (no '/', not starting with "rank_" or
+ * "crpm_").  Calling it again for gid redefines it.
+ * Errors: CRPM_ERR_STATE (before init), CRPM_ERR_INVAL (ndims outside
+ *   1..CRPM_MAX_DIMS, a negative size, a bad or duplicate name, bad type),
+ *   CRPM_ERR_RANGE (the size overflows), CRPM_ERR_NOMEM. */
+CRPM_API int crpm_define_global(int gid, int ndims, const int64_t dims[], crpm_type_t type, const char *name);
+
+/* Local: protected array `id` of this rank holds the box offset[k] ..
+ * offset[k] + count[k] of dataset gid, in C order (its element count must be
+ * the box's volume and its type the dataset's when it is checkpointed or
+ * recovered).  A rank may hold any number of boxes, also none; the boxes of
+ * all ranks should tile the dataset.  Calling it again for `id` replaces its
+ * box.
+ * Errors: CRPM_ERR_STATE, CRPM_ERR_INVAL (gid not defined, reserved id),
+ *   CRPM_ERR_RANGE (the box leaves the dataset), CRPM_ERR_NOMEM. */
+CRPM_API int crpm_add_subset(int gid, int id, const int64_t offset[], const int64_t count[]);
+
+/* Local: crpm_protect for an array that holds the same value on every rank
+ * (an iteration counter, parameters); a restart on another rank count
+ * restores it on every rank from rank 0's copy.
+ * Errors: those of crpm_protect. */
+CRPM_API int crpm_protect_replicated(int id, void *ptr, int64_t count, crpm_type_t type);
+
+/* Local: the dimensions of dataset gid into dims[0..ndims) and ndims as the
+ * result: after a restart, as the checkpoint saved them (so a program can
+ * size its boxes before defining anything); otherwise as defined.
+ * Errors: CRPM_ERR_STATE, CRPM_ERR_INVAL (dims NULL, gid neither saved nor
+ *   defined). */
+CRPM_API int crpm_global_dims(int gid, int64_t dims[]);
+
 #ifdef __cplusplus
 }
 #endif
