@@ -203,25 +203,24 @@ int crpm_rs_plan_make(const crpm_rs_facts *f, crpm_rs_plan *p)
         snprintf(p->msg, sizeof p->msg, "crpm_init: out of memory planning a restart on another rank count");
         return p->kind;
     }
-    /* the epoch: the lowest of the ranks' newest, or the one before */
+    /* the epoch: the lowest of the ranks' newest (ranks one ahead serve it
+     * with their previous one), as a level-1 restart decides */
     uint64_t e0 = UINT64_MAX;
     for (int q = 0; q < best.N; q++) {
         uint64_t mx = 0;
         for (int i = 0; i < f->nf; i++)
             if (usable(&f->f[i]) && same_run(f->f[i].run, best.run) && f->f[i].q == q && f->f[i].epoch > mx)
                 mx = f->f[i].epoch;
-        e0 = mx < e0 ? mx : e0;
+        if (mx)
+            e0 = mx < e0 ? mx : e0;
     }
     char why[400] = "";
     uint64_t uid = 0;
-    int ok = 0;
-    for (uint64_t e = e0; !ok && e >= 1 && e + 1 >= e0; e--)
-        if (pick_sources(f, &best, e, src, &uid, why, sizeof why)) {
-            ok = 1;
-            p->epoch = e;
-        }
-    if (!ok && !why[0])
-        pick_sources(f, &best, e0 ? e0 : 1, src, &uid, why, sizeof why);
+    int ok = e0 != UINT64_MAX && pick_sources(f, &best, e0, src, &uid, why, sizeof why);
+    if (ok)
+        p->epoch = e0;
+    else if (!why[0])
+        pick_sources(f, &best, e0 != UINT64_MAX ? e0 : 1, src, &uid, why, sizeof why);
     if (ok && !(l4 >= 0 && f->l4[l4].time_ns > best.latest)) {
         p->kind = CRPM_RS_L1;
         p->N = best.N;
