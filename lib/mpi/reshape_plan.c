@@ -81,11 +81,12 @@ static void describe(const crpm_rs_facts *f, gen *g)
 }
 
 /* For every old rank a file serving epoch e (containers first, and the one
- * on old rank q's own node in this job when there is one). */
+ * on old rank q's own node in this job when there is one): 1; else 0, or
+ * -1 when an old rank lacks one because the files found are damaged. */
 static int pick_sources(const crpm_rs_facts *f, const gen *g, uint64_t e, int *src, uint64_t *uid, char *why,
                         size_t wn)
 {
-    int missing = 0, listed = 0;
+    int missing = 0, listed = 0, damaged = 0;
     size_t used = 0;
     why[0] = '\0';
     for (int q = 0; q < g->N; q++) {
@@ -101,6 +102,8 @@ static int pick_sources(const crpm_rs_facts *f, const gen *g, uint64_t e, int *s
             }
         }
         src[q] = best;
+        for (int i = 0; best < 0 && i < f->nf; i++)
+            damaged |= same_run(f->f[i].run, g->run) && f->f[i].q == q && f->f[i].bad;
         if (best < 0) {
             missing++;
             if (listed < 8 && used < wn)
@@ -112,9 +115,10 @@ static int pick_sources(const crpm_rs_facts *f, const gen *g, uint64_t e, int *s
     if (missing) {
         char ranks[160];
         snprintf(ranks, sizeof ranks, "%.150s", why);
-        snprintf(why, wn, "no rank of this run can reach a container or partner copy of old rank(s) %s at epoch "
-                 "%llu in its node's job directory", ranks, (unsigned long long)e);
-        return 0;
+        snprintf(why, wn, "no rank of this run can reach an intact container or partner copy of old rank(s) %s at "
+                 "epoch %llu in its node's job directory%s", ranks, (unsigned long long)e,
+                 damaged ? " (the ones found failed their checksums; see the messages above)" : "");
+        return damaged ? -1 : 0;
     }
     *uid = uid_at(&f->f[src[0]], e);
     for (int q = 1; q < g->N; q++)
@@ -216,11 +220,13 @@ int crpm_rs_plan_make(const crpm_rs_facts *f, crpm_rs_plan *p)
     }
     char why[400] = "";
     uint64_t uid = 0;
-    int ok = e0 != UINT64_MAX && pick_sources(f, &best, e0, src, &uid, why, sizeof why);
+    int ok = e0 != UINT64_MAX ? pick_sources(f, &best, e0, src, &uid, why, sizeof why) : 0;
+    if (ok == 0 && !why[0])
+        ok = pick_sources(f, &best, e0 != UINT64_MAX ? e0 : 1, src, &uid, why, sizeof why);
+    int damaged = ok < 0;
+    ok = ok > 0;
     if (ok)
         p->epoch = e0;
-    else if (!why[0])
-        pick_sources(f, &best, e0 != UINT64_MAX ? e0 : 1, src, &uid, why, sizeof why);
     if (ok && !(l4 >= 0 && f->l4[l4].time_ns > best.latest)) {
         p->kind = CRPM_RS_L1;
         p->N = best.N;
@@ -239,7 +245,7 @@ int crpm_rs_plan_make(const crpm_rs_facts *f, crpm_rs_plan *p)
     if (f->ordinary_l4)
         return p->kind = CRPM_RS_NONE;
     p->kind = CRPM_RS_ERROR;
-    p->code = CRPM_ERR_MISSING;
+    p->code = damaged ? CRPM_ERR_CORRUPT : CRPM_ERR_MISSING;
     p->N = best.N;
     snprintf(p->msg, sizeof p->msg,
              "crpm_init: the newest checkpoint was written by %d ranks and cannot be restored on %d: %s; and no "

@@ -22,6 +22,11 @@ first committed checkpoint (or its recovery), never by the library.
               3's from node 0), the old files go only after the first level-2
               checkpoint committed, node 3 (not in the new job) keeps its
               files unchanged, and the digest is the reference
+  erasure     level 2, 8 ranks as 4 nodes: old rank 1's container and its
+              partner copy damaged, a restart on 6 fails with CRPM_ERR_CORRUPT
+              on every rank naming it, nothing changed; the container alone
+              damaged: it is an erasure, the copy serves, the digest is the
+              reference
   removal     the old files outlive a kill before this job's first
               checkpoint committed (the next launch reshapes again from
               them) and a kill right after it committed (reshape_removing:
@@ -42,6 +47,7 @@ import os
 import random
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import time
@@ -214,6 +220,51 @@ def scenario_removal(ctx):
         check(restarted(t, 6, how) >= 200, "%s: restarted before the kept checkpoint\n%s" % (point, tail(t)))
 
 
+def damage(path):
+    """Flips a byte inside every stored copy of the top edge (48 values of
+    100.0) in a container or partner copy of rank 1 of 8."""
+    with open(path, "r+b") as f:
+        data = bytearray(f.read())
+        pat = struct.pack("<d", 100.0) * 48
+        at = [m.start() for m in re.finditer(re.escape(pat), data)]
+        check(at, "%s: no top edge found to damage" % path)
+        for i in at:
+            data[i + 101] ^= 0x10
+        f.seek(0)
+        f.write(data)
+
+
+def scenario_erasure(ctx):
+    w = crpmtest.make_workdir(os.path.join(ctx.work, "erasure"))
+    cfg = config(os.path.join(w, "c.ini"), {"ckpt_dir": os.path.join(w, "node%n"), "node_size": 2,
+                                           "keep_last_ckpt": 1})
+    first = crpmtest.mpiexec(8) + [ctx.a.heat] + HEAT[:4] + ["--iters", "200", "--crpm", cfg, "--ckpt-every", "100",
+                                                              "--level", "2"]
+    r = crpmtest.run_job(first, env=env(w), timeout=TIMEOUT)
+    check(r.rc == 0, "the 8-rank run failed\n%s" % tail(r.out))
+    cont, copy = os.path.join(w, "node0", "rs", "rank-1.crpm"), os.path.join(w, "node1", "rs", "partner-1.crpm")
+    keep = os.path.join(w, "orig")
+    os.makedirs(keep)
+    for n in ("node0", "node1", "node2", "node3"):
+        shutil.copytree(os.path.join(w, n), os.path.join(keep, n))
+    # container and copy damaged: refused on every rank, nothing changed
+    damage(cont)
+    damage(copy)
+    before = {n: files(os.path.join(w, n)) for n in ("node0", "node1", "node2", "node3")}
+    r = crpmtest.run_job(heat(ctx, 6, cfg), env=env(w), timeout=TIMEOUT)
+    check(r.rc not in (0, None), "a restart from a damaged container and copy did not fail\n%s" % tail(r.out))
+    for k in range(6):
+        check("heat2d rank %d: crpm_init failed: checkpoint data is corrupt" % k in r.out,
+              "rank %d did not report the damage\n%s" % (k, tail(r.out)))
+    check("old rank(s) 1 " in r.out, "the message does not name old rank 1\n%s" % tail(r.out))
+    check({n: files(os.path.join(w, n)) for n in before} == before, "a refused restart changed the files")
+    # the container alone damaged: an erasure, its partner copy serves
+    shutil.copyfile(os.path.join(keep, "node1", "rs", "partner-1.crpm"), copy)
+    t = finish(ctx, heat(ctx, 6, cfg), w)
+    check(restarted(t, 6, "reshaped") == 200, "not restarted from checkpoint 200\n%s" % tail(t))
+    check("not using %s" % cont in t, "the damaged container was not reported\n%s" % tail(t))
+
+
 def rs(ctx, np_, cfg, *args):
     return crpmtest.mpiexec(np_) + [ctx.a.app, "--crpm", cfg] + list(args)
 
@@ -282,7 +333,7 @@ def main():
         print("reference run failed:\n%s" % tail(ref.out))
         return 1
     ctx.ref = d[0]
-    scen = [scenario_l1_chain, scenario_l4, scenario_l2_node, scenario_removal, scenario_errors]
+    scen = [scenario_l1_chain, scenario_l4, scenario_l2_node, scenario_erasure, scenario_removal, scenario_errors]
     return crpmtest.run_scenarios(scen, ctx, ctx.work, only=a.only)
 
 

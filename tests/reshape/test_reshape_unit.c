@@ -183,12 +183,20 @@ static void test_plan(void)
           "copy of old rank 2 read on node 1 by rank 2: src %d reader %d", p.src ? p.src[2] : -1,
           p.reader ? p.reader[2] : -1);
     crpm_rs_plan_free(&p);
-    /* no copy: an error naming the old rank, never a silent start */
+    /* the copy damaged too: an error naming the old rank and the damage, never a silent start */
     f[4].bad = 1;
+    CHECK(crpm_rs_plan_make(&fa, &p) == CRPM_RS_ERROR && p.code == CRPM_ERR_CORRUPT && strstr(p.msg, "rank(s) 2 ") &&
+          strstr(p.msg, "checksums"), "%s", p.msg);
+    crpm_rs_plan_free(&p);
+    /* no container and no copy at all */
+    fa.nf = 4;
+    f[2].bad = 0;
+    f[2].q = 3;
     CHECK(crpm_rs_plan_make(&fa, &p) == CRPM_RS_ERROR && p.code == CRPM_ERR_MISSING && strstr(p.msg, "rank(s) 2 "),
           "%s", p.msg);
     crpm_rs_plan_free(&p);
-    f[2].bad = f[4].bad = 0;
+    f[2].q = 2;
+    f[4].bad = 0;
     fa.nf = 4;
     /* different checkpoints at one epoch (never the epoch before instead) */
     f[3].user_id = 51;
