@@ -39,6 +39,11 @@ first committed checkpoint (or its recovery), never by the library.
               container missing without a copy: CRPM_ERR_MISSING on every
               rank naming it, the other files unchanged
 
+  fti         FTI's global datasets through libcrpm's FTI layer (fti_vpr.c):
+              4 ranks checkpoint at level 1, 3 restart (FTI_Status 3,
+              FTI_RecoverDatasetDimension, FTI_AddSubset, FTI_Recover); 3
+              ranks at level 4, 5 restart from the file alone
+
 Prints one line per scenario and "N passed, M failed" last.
 """
 import argparse
@@ -313,6 +318,28 @@ def scenario_errors(ctx):
     check(files(ck) == before, "a refused restart changed the files")
 
 
+def scenario_fti(ctx):
+    if not ctx.a.fti:
+        return
+    w = crpmtest.make_workdir(os.path.join(ctx.work, "fti"))
+    cfgf = os.path.join(w, "vpr.fti")
+    with open(cfgf, "w") as f:
+        f.write("[basic]\nhead = 0\nckpt_dir = %s\nglbl_dir = %s\nkeep_last_ckpt = 1\nverbosity = 2\n"
+                % (os.path.join(w, "local"), os.path.join(w, "global")))
+    for level, shape in ((1, (4, 3)), (4, (3, 5))):
+        first, then = shape
+        shutil.rmtree(os.path.join(w, "local"), ignore_errors=True)
+        shutil.rmtree(os.path.join(w, "global"), ignore_errors=True)
+        r = crpmtest.run_job(crpmtest.mpiexec(first) + [ctx.a.fti, cfgf, str(level)], env=env(w), timeout=TIMEOUT)
+        check(r.rc == 0 and "fti_vpr: checkpointed" in r.out, "FTI checkpoint failed\n%s" % tail(r.out))
+        if level == 4:
+            shutil.rmtree(os.path.join(w, "local"))
+        r = crpmtest.run_job(crpmtest.mpiexec(then) + [ctx.a.fti, cfgf, str(level)], env=env(w), timeout=TIMEOUT)
+        check(r.rc == 0 and "fti_vpr: status 3 on %d ranks" % then in r.out and "fti_vpr: data ok" in r.out,
+              "level %d, %d -> %d ranks: FTI's global datasets were not restored\n%s" % (level, first, then,
+                                                                                       tail(r.out)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--heat", required=True)
@@ -320,6 +347,7 @@ def main():
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--seed", type=int, default=30)
     ap.add_argument("--no-l4", dest="l4", action="store_false")
+    ap.add_argument("--fti", help="tests/reshape/fti_vpr.c, built with the FTI layer")
     ap.add_argument("--only")
     a = ap.parse_args()
     ctx = Ctx()
@@ -333,7 +361,7 @@ def main():
         print("reference run failed:\n%s" % tail(ref.out))
         return 1
     ctx.ref = d[0]
-    scen = [scenario_l1_chain, scenario_l4, scenario_l2_node, scenario_erasure, scenario_removal, scenario_errors]
+    scen = [scenario_l1_chain, scenario_l4, scenario_l2_node, scenario_erasure, scenario_removal, scenario_errors, scenario_fti]
     return crpmtest.run_scenarios(scen, ctx, ctx.work, only=a.only)
 
 
