@@ -43,6 +43,8 @@ first committed checkpoint (or its recovery), never by the library.
               4 ranks checkpoint at level 1, 3 restart (FTI_Status 3,
               FTI_RecoverDatasetDimension, FTI_AddSubset, FTI_Recover); 3
               ranks at level 4, 5 restart from the file alone
+  fortran     the Fortran bindings (rs_f90.f90, Fortran order): 4 ranks
+              checkpoint, 3 restart and find every element in place
 
 Prints one line per scenario and "N passed, M failed" last.
 """
@@ -340,6 +342,19 @@ def scenario_fti(ctx):
                                                                                        tail(r.out)))
 
 
+def scenario_fortran(ctx):
+    if not ctx.a.f90:
+        return
+    w = crpmtest.make_workdir(os.path.join(ctx.work, "fortran"))
+    ck = os.path.join(w, "ckpt")
+    cfg = config(os.path.join(w, "c.ini"), {"ckpt_dir": ck, "keep_last_ckpt": 1, "glbl_dir": os.path.join(w, "g")})
+    r = crpmtest.run_job(crpmtest.mpiexec(4) + [ctx.a.f90, cfg], env=env(w), timeout=TIMEOUT)
+    check(r.rc == 0 and "rs_f90: checkpointed" in r.out, "the Fortran checkpoint failed\n%s" % tail(r.out))
+    r = crpmtest.run_job(crpmtest.mpiexec(3) + [ctx.a.f90, cfg], env=env(w), timeout=TIMEOUT)
+    check(r.rc == 0 and "rs_f90: data ok on 3 ranks" in r.out, "Fortran boxes not restored on 3 ranks\n%s"
+          % tail(r.out))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--heat", required=True)
@@ -348,6 +363,7 @@ def main():
     ap.add_argument("--seed", type=int, default=30)
     ap.add_argument("--no-l4", dest="l4", action="store_false")
     ap.add_argument("--fti", help="tests/reshape/fti_vpr.c, built with the FTI layer")
+    ap.add_argument("--f90", help="tests/reshape/rs_f90.f90, built with the Fortran bindings")
     ap.add_argument("--only")
     a = ap.parse_args()
     ctx = Ctx()
@@ -361,7 +377,7 @@ def main():
         print("reference run failed:\n%s" % tail(ref.out))
         return 1
     ctx.ref = d[0]
-    scen = [scenario_l1_chain, scenario_l4, scenario_l2_node, scenario_erasure, scenario_removal, scenario_errors, scenario_fti]
+    scen = [scenario_l1_chain, scenario_l4, scenario_l2_node, scenario_erasure, scenario_removal, scenario_errors, scenario_fti, scenario_fortran]
     return crpmtest.run_scenarios(scen, ctx, ctx.work, only=a.only)
 
 
