@@ -161,34 +161,27 @@ static int ensure(char **p, size_t *cap, size_t need)
     return CRPM_SUCCESS;
 }
 
-/* One round: this rank's window out, the windows of the others in. */
-static int one_round(MPI_Comm comm, int me, int size, const crpm_rd_box *src, const crpm_rd_box *dst, int ndst,
-                     void *const *ptrs, crpm_rd_read_fn rd, void *arg, round_bufs *b, uint64_t *sent,
-                     uint64_t *received)
+/* Bytes this rank sends to and receives from each rank in the round whose
+ * windows b->wsrc/w0/w1 describe (both ends enumerate the same runs). */
+static void round_sizes(int me, int size, const crpm_rd_box *src, const crpm_rd_box *dst, int ndst, round_bufs *b,
+                        uint64_t *stot, uint64_t *rtot, uint64_t *wbytes)
 {
-    int rc = CRPM_SUCCESS;
     memset(b->scount, 0, sizeof *b->scount * (size_t)size);
     memset(b->rcount, 0, sizeof *b->rcount * (size_t)size);
     int ws = b->wsrc[me];
     const crpm_rd_box *s = ws >= 0 ? &src[ws] : NULL;
-    if (s) {
-        uint64_t bytes = (b->w1[me] - b->w0[me]) * s->esz;
-        int lrc = ensure(&b->win, &b->win_cap, bytes ? bytes : 1);
-        if (lrc == 0 && rc == 0)
-            lrc = rd(arg, s->handle, b->w0[me], b->w1[me], b->win);
-        if (lrc != 0 && rc == 0)
-            rc = lrc;
-        for (int i = 0; i < ndst; i++) {
-            pack_ctx pc = {b->win, b->w0[me], s->esz, NULL, 0};
-            crpm_rd_runs(s, &dst[i], b->w0[me], b->w1[me], pack_run, &pc);
-            b->scount[dst[i].rank] += pc.bytes;
-        }
+    *wbytes = s ? (b->w1[me] - b->w0[me]) * s->esz : 0;
+    for (int i = 0; s && i < ndst; i++) {
+        pack_ctx pc = {NULL, b->w0[me], s->esz, NULL, 0};
+        crpm_rd_runs(s, &dst[i], b->w0[me], b->w1[me], pack_run, &pc);
+        b->scount[dst[i].rank] += pc.bytes;
     }
-    uint64_t stot = 0, rtot = 0;
+    *stot = *rtot = 0;
     for (int r = 0; r < size; r++) {
         if (r != me)
-            stot += b->scount[r];
+            *stot += b->scount[r];
         int p = b->wsrc[r];
+        b->roff[r] = *rtot;
         if (p < 0)
             continue;
         for (int i = 0; i < ndst; i++)
@@ -197,21 +190,24 @@ static int one_round(MPI_Comm comm, int me, int size, const crpm_rd_box *src, co
                 crpm_rd_runs(&src[p], &dst[i], b->w0[r], b->w1[r], pack_run, &pc);
                 b->rcount[r] += pc.bytes;
             }
-        b->roff[r] = rtot;
-        rtot += b->rcount[r];
+        *rtot += b->rcount[r];
     }
-    if (rc == 0)
-        rc = ensure(&b->send, &b->send_cap, stot + 1);
-    if (rc == 0)
-        rc = ensure(&b->recv, &b->recv_cap, rtot + 1);
-    for (int r = 0; rc == 0 && r < size; r++)
-        if (b->scount[r] > INT_MAX || b->rcount[r] > INT_MAX)
-            rc = crpm_error(CRPM_ERR_RANGE, "redistribution: %llu bytes in one message",
-                            (unsigned long long)(b->scount[r] > INT_MAX ? b->scount[r] : b->rcount[r]));
-    /* a failed read or allocation stops every rank before anything is sent */
-    rc = rd_agree(comm, rc);
-    if (rc != 0)
-        return rc;
+}
+
+/* One round: this rank's window out, the windows of the others in.  A
+ * failed read still sends (what it has) so that nobody waits; the caller
+ * agrees at the end. */
+static int one_round(MPI_Comm comm, int me, int size, const crpm_rd_box *src, const crpm_rd_box *dst, int ndst,
+                     void *const *ptrs, crpm_rd_read_fn rd, void *arg, round_bufs *b, uint64_t *sent,
+                     uint64_t *received)
+{
+    int rc = CRPM_SUCCESS;
+    uint64_t stot, rtot, wbytes;
+    round_sizes(me, size, src, dst, ndst, b, &stot, &rtot, &wbytes);
+    int ws = b->wsrc[me];
+    const crpm_rd_box *s = ws >= 0 ? &src[ws] : NULL;
+    if (s)
+        rc = rd(arg, s->handle, b->w0[me], b->w1[me], b->win);
     /* pack per destination rank, in destination order; own part straight to recv */
     uint64_t soff = 0;
     int nreq = 0;
@@ -251,6 +247,27 @@ static int one_round(MPI_Comm comm, int me, int size, const crpm_rd_box *src, co
     return rc;
 }
 
+/* The next round's windows (every rank's next one); 0 when all are done. */
+static int next_windows(const crpm_rd_box *src, int nsrc, int size, round_bufs *b)
+{
+    int any = 0;
+    for (int r = 0; r < size; r++) {
+        cursor *c = &b->cur[r];
+        b->wsrc[r] = -1;
+        if (c->s >= nsrc)
+            continue;
+        const crpm_rd_box *s = &src[c->s];
+        uint64_t vol = crpm_box_volume(s->nd, s->cnt);
+        b->wsrc[r] = c->s;
+        b->w0[r] = c->e;
+        b->w1[r] = c->e + s->win < vol ? c->e + s->win : vol;
+        c->e = b->w1[r];
+        cursor_skip(c, src, nsrc, r);
+        any = 1;
+    }
+    return any;
+}
+
 int crpm_redistribute(MPI_Comm comm, const crpm_rd_box *src, int nsrc, const crpm_rd_box *dst, int ndst,
                       void *const *ptrs, crpm_rd_read_fn rd, void *arg, uint64_t *sent, uint64_t *received)
 {
@@ -279,32 +296,40 @@ int crpm_redistribute(MPI_Comm comm, const crpm_rd_box *src, int nsrc, const crp
         if (dst[i].rank < 0 || dst[i].rank >= size || (dst[i].rank == me && !ptrs[dst[i].handle] &&
                                                        crpm_box_volume(dst[i].nd, dst[i].cnt)))
             rc = crpm_error(CRPM_ERR_INVAL, "redistribution: destination %d is malformed", i);
-    rc = rd_agree(comm, rc);
+    /* the largest round decides the buffers, allocated once: no round can
+     * fail halfway for memory, so the rounds need no agreement of their own */
+    uint64_t wmax = 0, smax = 0, rmax = 0;
     for (int r = 0; rc == 0 && r < size; r++)
         cursor_skip(&b.cur[r], src, nsrc, r);
-    for (;;) {
-        if (rc != 0)
-            break;
-        int any = 0;
-        for (int r = 0; r < size; r++) {
-            cursor *c = &b.cur[r];
-            b.wsrc[r] = -1;
-            if (c->s >= nsrc)
-                continue;
-            const crpm_rd_box *s = &src[c->s];
-            uint64_t vol = crpm_box_volume(s->nd, s->cnt);
-            b.wsrc[r] = c->s;
-            b.w0[r] = c->e;
-            b.w1[r] = c->e + s->win < vol ? c->e + s->win : vol;
-            c->e = b.w1[r];
-            cursor_skip(c, src, nsrc, r);
-            any = 1;
-        }
-        if (!any)
-            break;
-        int lrc = one_round(comm, me, size, src, dst, ndst, ptrs, rd, arg, &b, sent, received);
-        rc = rd_agree(comm, lrc);
+    while (rc == 0 && next_windows(src, nsrc, size, &b)) {
+        uint64_t st, rt, wb;
+        round_sizes(me, size, src, dst, ndst, &b, &st, &rt, &wb);
+        wmax = wb > wmax ? wb : wmax;
+        smax = st > smax ? st : smax;
+        rmax = rt > rmax ? rt : rmax;
+        for (int r = 0; r < size; r++)
+            if (b.scount[r] > INT_MAX || b.rcount[r] > INT_MAX)
+                rc = crpm_error(CRPM_ERR_RANGE, "redistribution: more than %d bytes in one message: smaller windows",
+                                INT_MAX);
     }
+    if (rc == 0)
+        rc = ensure(&b.win, &b.win_cap, wmax + 1);
+    if (rc == 0)
+        rc = ensure(&b.send, &b.send_cap, smax + 1);
+    if (rc == 0)
+        rc = ensure(&b.recv, &b.recv_cap, rmax + 1);
+    rc = rd_agree(comm, rc);
+    if (b.cur)
+        memset(b.cur, 0, sizeof *b.cur * (size_t)size);
+    for (int r = 0; rc == 0 && r < size; r++)
+        cursor_skip(&b.cur[r], src, nsrc, r);
+    int lrc = CRPM_SUCCESS;
+    while (rc == 0 && next_windows(src, nsrc, size, &b)) {
+        int orc = one_round(comm, me, size, src, dst, ndst, ptrs, rd, arg, &b, sent, received);
+        lrc = lrc ? lrc : orc;
+    }
+    if (rc == 0)
+        rc = rd_agree(comm, lrc);
     free(b.win);
     free(b.send);
     free(b.recv);
