@@ -414,24 +414,10 @@ void crpm_l4g_close(crpm_l4g *h)
     free(h);
 }
 
-int crpm_l4g_open(MPI_Comm comm, const char *path, const char *job, crpm_l4g **out)
+/* The file's root, piece index and global datasets, on h->f (serial). */
+static int attach(crpm_l4g *h, const char *path, const char *job)
 {
-    l4_quiet q;
-    l4_quiet_begin(&q);
-    crpm_l4g *h = calloc(1, sizeof *h);
-    int rc = h ? CRPM_SUCCESS : crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory");
-    if (h) {
-        h->f = h->crc = -1;
-        snprintf(h->path, sizeof h->path, "%s", path);
-        hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-        if (fapl >= 0 && H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL) >= 0)
-            h->f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-        rc = h->f >= 0 ? CRPM_SUCCESS : l4_h5_fail("level 4: cannot open %s", path);
-        l4_close_id(&fapl, H5Pclose);
-    }
-    rc = l4_agree(comm, rc);
-    if (rc == 0)
-        rc = l4_get_root(h->f, path, &h->root);
+    int rc = l4_get_root(h->f, path, &h->root);
     if (rc == 0 && job && strcmp(h->root.job, job) != 0)
         rc = crpm_error(CRPM_ERR_IDENTITY, "%s: belongs to job '%s', not '%s'", path, h->root.job, job);
     if (rc == 0 && !(h->index = calloc((size_t)h->root.nranks + 1, sizeof *h->index)))
@@ -449,6 +435,27 @@ int crpm_l4g_open(MPI_Comm comm, const char *path, const char *job, crpm_l4g **o
     hsize_t pos = 0;
     if (rc == 0 && H5Literate(h->f, H5_INDEX_NAME, H5_ITER_INC, &pos, collect_global, h) < 0)
         rc = l4_h5_fail("%s: cannot list the global datasets", path);
+    return rc;
+}
+
+int crpm_l4g_open(MPI_Comm comm, const char *path, const char *job, crpm_l4g **out)
+{
+    l4_quiet q;
+    l4_quiet_begin(&q);
+    crpm_l4g *h = calloc(1, sizeof *h);
+    int rc = h ? CRPM_SUCCESS : crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory");
+    if (h) {
+        h->f = h->crc = -1;
+        snprintf(h->path, sizeof h->path, "%s", path);
+        hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+        if (fapl >= 0 && H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL) >= 0)
+            h->f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+        rc = h->f >= 0 ? CRPM_SUCCESS : l4_h5_fail("level 4: cannot open %s", path);
+        l4_close_id(&fapl, H5Pclose);
+    }
+    rc = l4_agree(comm, rc);
+    if (rc == 0)
+        rc = attach(h, path, job);
     rc = l4_agree(comm, rc);
     l4_quiet_end(&q);
     if (rc != 0) {
@@ -457,6 +464,53 @@ int crpm_l4g_open(MPI_Comm comm, const char *path, const char *job, crpm_l4g **o
     }
     *out = h;
     return CRPM_SUCCESS;
+}
+
+int crpm_l4g_verify_file(hid_t f, const char *path, FILE *out)
+{
+    int32_t one = 0;
+    if (l4_get_attr(f, "crpm_layout", H5T_NATIVE_INT32, &one) != 0 || one != 1) {
+        H5Eclear2(H5E_DEFAULT);
+        return CRPM_SUCCESS; /* no global datasets */
+    }
+    crpm_l4g h;
+    memset(&h, 0, sizeof h);
+    h.f = f;
+    h.crc = -1;
+    snprintf(h.path, sizeof h.path, "%s", path);
+    int rc = attach(&h, path, NULL), first = rc;
+    for (int q = 0; rc == 0 && q < h.root.nranks; q++) {
+        crpm_array *a = NULL;
+        int n = 0, k = -1;
+        int grc = crpm_l4g_rank_arrays(&h, q, &a, &n);
+        for (int i = 0; grc == 0 && i < n; i++)
+            if (a[i].id == CRPM_ID_LAYOUT)
+                k = i;
+        crpm_layout lay;
+        memset(&lay, 0, sizeof lay);
+        uint64_t bl = k >= 0 ? a[k].count * a[k].elem_size : 0;
+        void *blob = k >= 0 ? malloc(bl ? bl : 1) : NULL;
+        if (grc == 0 && k >= 0)
+            grc = blob ? crpm_l4g_rank_read(&h, q, CRPM_ID_LAYOUT, blob, bl)
+                       : crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory");
+        if (grc == 0 && k >= 0)
+            grc = crpm_layout_parse(blob, bl, &lay, path);
+        if (grc == 0)
+            grc = crpm_l4g_verify_boxes(&h, q, &lay);
+        if (out)
+            fprintf(out, "  rank %d: %d box(es) of global datasets: %s\n", q, lay.nsub,
+                    grc == 0 ? "ok" : crpm_last_error());
+        first = first ? first : grc;
+        crpm_layout_free(&lay);
+        free(blob);
+        free(a);
+    }
+    for (int i = 0; i < h.ng; i++)
+        l4_close_id(&h.g[i].ds, H5Dclose);
+    l4_close_id(&h.crc, H5Dclose);
+    free(h.g);
+    free(h.index);
+    return first;
 }
 
 int crpm_l4g_nranks(const crpm_l4g *h) { return h ? h->root.nranks : 0; }
@@ -652,12 +706,12 @@ int crpm_l4g_read_box(crpm_l4g *h, int q, const crpm_layout *lay_q, int k, uint6
              H5Dread(g->ds, ft, msp, fsp, H5P_DEFAULT, dst) < 0 ||
              H5Sselect_hyperslab(csp, H5S_SELECT_SET, &poff, NULL, &pn, NULL) < 0 ||
              H5Dread(h->crc, H5T_NATIVE_UINT32, cms, csp, H5P_DEFAULT, want) < 0)
-        rc = l4_h5_fail("%s: reading global dataset %d (old rank %d's box %d)", h->path, b->gid, q, k);
+        rc = l4_h5_fail("%s: reading global dataset %d (rank %d's box %d)", h->path, b->gid, q, k);
     for (uint64_t i = 0; rc == 0 && i < np; i++) {
         uint64_t a = i * g->piece, m = n - a < g->piece ? n - a : g->piece;
         uint32_t c = l4_crc_update(l4_crc_init(), (const char *)dst + a * esz, m * esz);
         if (c != want[i])
-            rc = crpm_error(CRPM_ERR_CORRUPT, "%s: global dataset %d is corrupt in old rank %d's box %d, elements "
+            rc = crpm_error(CRPM_ERR_CORRUPT, "%s: global dataset %d is corrupt in rank %d's box %d, elements "
                             "%llu..%llu (stored crc32 %08x, data %08x)", h->path, b->gid, q, k,
                             (unsigned long long)(e0 + a), (unsigned long long)(e0 + a + m), want[i], c);
     }

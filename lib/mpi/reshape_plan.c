@@ -196,6 +196,15 @@ int crpm_rs_plan_make(const crpm_rs_facts *f, crpm_rs_plan *p)
         }
     }
     int l4 = newest_l4(f);
+    if (!have && l4 < 0 && f->nl4 > 0 && !f->ordinary_l4) {
+        /* only damaged level-4 files hold the checkpoint: never a fresh start */
+        p->kind = CRPM_RS_ERROR;
+        p->code = CRPM_ERR_CORRUPT;
+        snprintf(p->msg, sizeof p->msg, "crpm_init: the only checkpoints of this job are level-4 files written by "
+                 "another number of ranks, and every one of them failed its checksums (see the warnings above); "
+                 "refusing to start fresh over them");
+        return p->kind;
+    }
     if (!have)
         return l4 >= 0 ? use_l4(f, p, l4) : (p->kind = CRPM_RS_NONE);
     int *src = malloc(sizeof *src * (size_t)best.N), *reader = malloc(sizeof *reader * (size_t)best.N);

@@ -13,9 +13,11 @@ first committed checkpoint (or its recovery), never by the library.
               restart from at least the checkpoint the launch before had
               committed, and the digest is the reference
   l4          level 4: 8 ranks killed after a level-4 checkpoint, every
-              node-local file lost: 3 ranks restart from the 8-rank file
-              (its global dataset h5dump reads with the global shape) and
-              end with the reference
+              node-local file lost: with a byte of the file's global dataset
+              flipped, 3 ranks refuse (CRPM_ERR_CORRUPT on every rank, the
+              file kept); repaired, 3 ranks restart from the 8-rank file (its
+              global dataset h5dump reads with the global shape) and end
+              with the reference
   l2_node     level 2, 4 nodes of 2 ranks (ckpt_dir <dir>/node%n): 8 ranks
               killed, node 1 wiped: 6 ranks (nodes 0..2) restart from the
               containers and the partner copies (node 1's from node 2, node
@@ -27,7 +29,7 @@ first committed checkpoint (or its recovery), never by the library.
               on every rank naming it, nothing changed; the container alone
               damaged: it is an erasure, the copy serves, the digest is the
               reference
-  removal     the old files outlive a kill before this job's first
+  removal     4 ranks, then 3: the old files outlive a kill before the first
               checkpoint committed (the next launch reshapes again from
               them) and a kill right after it committed (reshape_removing:
               they are still there, byte-identical, and the next launch
@@ -182,6 +184,25 @@ def scenario_l4(ctx):
                          capture_output=True, text=True).stdout
     check("SIMPLE { ( 80, 96 ) / ( 80, 96 ) }" in out and re.search(r"\(0,0\): 100, 100", out),
           "h5dump does not show an 80 x 96 grid with its top edge at 100:\n%s" % out)
+    # a damaged piece of each file's global dataset: refused on every rank, the files kept
+    good = {}
+    for name in h5:
+        path = os.path.join(job, name)
+        good[path] = open(path, "rb").read()
+        data = bytearray(good[path])
+        at = data.find(struct.pack("<d", 100.0) * 40)
+        check(at > 0, "no top edge found in %s" % path)
+        data[at + 77] ^= 0x08
+        with open(path, "wb") as f:
+            f.write(data)
+    r = crpmtest.run_job(heat(ctx, 3, cfg), env=env(w), timeout=TIMEOUT)
+    check(r.rc not in (0, None) and all("heat2d rank %d: crpm_init failed: checkpoint data is corrupt" % k in r.out
+                                        for k in range(3)), "damaged level-4 files were not refused on every rank\n%s"
+          % tail(r.out))
+    for path, data in good.items():
+        check(os.path.exists(path), "the damaged level-4 file %s was removed" % path)
+        with open(path, "wb") as f:
+            f.write(data)
     t3 = finish(ctx, heat(ctx, 3, cfg), w)
     it = not_behind(t8, t3, 3, "reshaped")
     check("[crpm] restart on 3 ranks from the level-4 checkpoint %d of 8 ranks" % it in t3,
@@ -209,22 +230,22 @@ def scenario_removal(ctx):
     w = crpmtest.make_workdir(os.path.join(ctx.work, "removal"))
     ck = os.path.join(w, "ckpt")
     cfg = config(os.path.join(w, "c.ini"), {"ckpt_dir": ck, "keep_last_ckpt": 1})
-    first = crpmtest.mpiexec(8) + [ctx.a.heat] + HEAT[:4] + ["--iters", "200", "--crpm", cfg, "--ckpt-every", "100"]
+    first = crpmtest.mpiexec(4) + [ctx.a.heat] + HEAT[:4] + ["--iters", "200", "--crpm", cfg, "--ckpt-every", "100"]
     r = crpmtest.run_job(first, env=env(w), timeout=TIMEOUT)
-    check(r.rc == 0, "the 8-rank run failed\n%s" % tail(r.out))
+    check(r.rc == 0, "the 4-rank run failed\n%s" % tail(r.out))
     saved = files(ck)
     shutil.copytree(ck, ck + ".orig")
     for point, n, how in (("after_data", 1, "reshaped"), ("reshape_removing", 1, "level 1")):
         shutil.rmtree(ck)
         shutil.copytree(ck + ".orig", ck)
-        k = crpmtest.run_job(heat(ctx, 6, cfg), env=env(w, {"CRPM_TEST_KILL": "0:%s:%d" % (point, n)}),
+        k = crpmtest.run_job(heat(ctx, 3, cfg), env=env(w, {"CRPM_TEST_KILL": "0:%s:%d" % (point, n)}),
                              timeout=TIMEOUT)
         check(k.rc not in (0, None), "the hooked launch (%s) did not die\n%s" % (point, tail(k.out)))
         now = files(ck)
         held = {p: h for p, h in now.items() if ".held-" in p}
-        check(strip_held(held) == saved, "%s: the 8-rank files are not all kept unchanged: %s" % (point, sorted(now)))
-        t = finish(ctx, heat(ctx, 6, cfg), w)
-        check(restarted(t, 6, how) >= 200, "%s: restarted before the kept checkpoint\n%s" % (point, tail(t)))
+        check(strip_held(held) == saved, "%s: the 4-rank files are not all kept unchanged: %s" % (point, sorted(now)))
+        t = finish(ctx, heat(ctx, 3, cfg), w)
+        check(restarted(t, 3, how) >= 200, "%s: restarted before the kept checkpoint\n%s" % (point, tail(t)))
 
 
 def damage(path):

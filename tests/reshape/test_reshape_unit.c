@@ -231,8 +231,11 @@ static void test_plan(void)
     fa.ordinary_seq = 4;
     CHECK(crpm_rs_plan_make(&fa, &p) == CRPM_RS_NONE);
     crpm_rs_plan_free(&p);
-    fa.nl4 = 0;
     fa.ordinary_l4 = 0;
+    l4.bad = 1; /* the only checkpoint a damaged file: an error, never a fresh start */
+    CHECK(crpm_rs_plan_make(&fa, &p) == CRPM_RS_ERROR && p.code == CRPM_ERR_CORRUPT, "%s", p.msg);
+    crpm_rs_plan_free(&p);
+    fa.nl4 = 0;
     CHECK(crpm_rs_plan_make(&fa, &p) == CRPM_RS_NONE, "nothing at all: no reshape");
     crpm_rs_plan_free(&p);
 }
