@@ -53,7 +53,8 @@ extern "C" {
  *   CRPM_ERR_NOMEM, CRPM_ERR_IO; from existing checkpoints: CRPM_ERR_CORRUPT,
  *   CRPM_ERR_VERSION, CRPM_ERR_FORMAT, CRPM_ERR_TRUNCATED, CRPM_ERR_GEOMETRY
  *   (segment/block size differ from the config), CRPM_ERR_IDENTITY (another
- *   job's container), CRPM_ERR_NRANKS (written by another rank count),
+ *   job's container), CRPM_ERR_NRANKS (written by another rank count and
+ *   holding per-rank state: arrays outside any global dataset),
  *   CRPM_ERR_MISSING (some ranks' containers are gone), CRPM_ERR_EPOCH (ranks
  *   hold checkpoints that cannot be reconciled), CRPM_ERR_HDF5 (level 4). */
 CRPM_API int crpm_init(const char *config_file, MPI_Comm comm);
@@ -67,18 +68,23 @@ CRPM_API int crpm_init(const char *config_file, MPI_Comm comm);
 CRPM_API int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type);
 
 /* Local: CRPM_STATUS_FRESH, CRPM_STATUS_L1, CRPM_STATUS_L2 (level 1 rebuilt
- * from partner copies), CRPM_STATUS_L3 (rebuilt from level-3 parity) or
- * CRPM_STATUS_L4, decided at init and the same on every rank.  Recover only
- * when the result is > 0.
+ * from partner copies), CRPM_STATUS_L3 (rebuilt from level-3 parity),
+ * CRPM_STATUS_L4 or CRPM_STATUS_RESHAPED (written by another number of ranks:
+ * protect and describe this run's boxes, then recover; see
+ * crpm_define_global), decided at init and the same on every rank.  Recover
+ * only when the result is > 0.
  * Errors: CRPM_ERR_STATE (before init). */
 CRPM_API int crpm_status(void);
 
 /* Collective: restore every protected array from the checkpoint all ranks
- * agreed on at init (or the last one taken since).
+ * agreed on at init (or the last one taken since).  After a restart on
+ * another number of ranks, the boxes this run declared are filled from the
+ * saved ones over MPI and replicated arrays from old rank 0's.
  * Errors: CRPM_ERR_STATE (before init, or after a failed checkpoint left the
  *   container in an unknown state), CRPM_ERR_NOCKPT (fresh start),
  *   CRPM_ERR_MISMATCH (protected ids, element sizes or counts differ from the
- *   saved ones), CRPM_ERR_CORRUPT, CRPM_ERR_IO, CRPM_ERR_HDF5 (level 4). */
+ *   saved ones; another global layout, or boxes the saved ones do not cover
+ *   exactly), CRPM_ERR_CORRUPT, CRPM_ERR_IO, CRPM_ERR_HDF5 (level 4). */
 CRPM_API int crpm_recover(void);
 
 /* Collective: take a checkpoint at `level` (CRPM_L1, CRPM_L2, CRPM_L3 or
@@ -94,7 +100,8 @@ CRPM_API int crpm_recover(void);
  *   CRPM_ERR_CONFIG (level 2 on one node, level 3 without whole groups of
  *   group_size nodes, level 4 without glbl_dir), CRPM_ERR_NOTSUP (level 4 in a
  *   build without HDF5), CRPM_ERR_RANGE, CRPM_ERR_NOMEM, CRPM_ERR_IO (e.g. the
- *   file system is full), CRPM_ERR_HDF5. */
+ *   file system is full), CRPM_ERR_HDF5, CRPM_ERR_MISMATCH (a box of a global
+ *   dataset whose array is not protected with the box's count and type). */
 CRPM_API int crpm_checkpoint(int id, int level);
 
 /* Collective; call once per iteration.  On the first call after a restart it
