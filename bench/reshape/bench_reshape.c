@@ -54,6 +54,19 @@ static void block(long len, int n, int k, long *first, long *count)
 
 static char cfg[9000], dir[3000];
 
+/* The 1-minute load average: figures from a shared machine need it beside them. */
+static double load1(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
 /* The new run's 2-D block. */
 static long r0, rows, c0, cols;
 
@@ -184,6 +197,7 @@ int main(int argc, char **argv)
     new_block(ny);
     double bytes = (double)(rows * cols * 8), mx;
     MPI_Allreduce(&bytes, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double load0 = load1();
     old_run(nold, ny);
     char l4[3100], ck[3100], keep[3100];
     snprintf(l4, sizeof l4, "%s/g/rsbench/l4-1.h5", dir);
@@ -220,6 +234,8 @@ int main(int argc, char **argv)
         med[k] = median(t[k], reps);
     for (int k = 0; k < 2; k++)
         medi[k] = median(ti[k], reps);
+    double load_end = load1();
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (rank == 0) {
         const char *name[3] = {"l1 redistribution", "h5 direct read", "l4 redistribution"};
         printf("%d ranks restart a %d-rank checkpoint: %ld x %d doubles, %.1f MiB per new rank, %d reps (medians)\n",
@@ -228,6 +244,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < 3; k++)
             printf("%-20s %10.4f %12.3f %10.2f\n", name[k], med[k], mx / med[k] / 1e9, med[1] / med[k]);
         printf("init (scan, plan, CRC check of the sources): l1 %.4f s, l4 %.4f s\n", medi[0], medi[1]);
+        printf("machine: %ld cores, load average %.1f before, %.1f after\n", cores, load0, load_end);
         mkdir(out, 0755);
         char p[4600];
         snprintf(p, sizeof p, "%s/reshape.json", out);
@@ -239,7 +256,8 @@ int main(int argc, char **argv)
             for (int k = 0; k < 3; k++)
                 fprintf(j, "    {\"method\": \"%s\", \"median_s\": %.6f, \"gb_per_s_per_rank\": %.4f, \"h5_over_it\": "
                            "%.4f}%s\n", name[k], med[k], mx / med[k] / 1e9, med[1] / med[k], k < 2 ? "," : "");
-            fprintf(j, "  ],\n  \"init_median_s\": {\"l1\": %.6f, \"l4\": %.6f}\n}\n", medi[0], medi[1]);
+            fprintf(j, "  ],\n  \"init_median_s\": {\"l1\": %.6f, \"l4\": %.6f},\n  \"cores\": %ld, \"load_average\": "
+                       "[%.2f, %.2f]\n}\n", medi[0], medi[1], cores, load0, load_end);
             fclose(j);
         }
         snprintf(p, sizeof p, "%s/reshape.md", out);
@@ -253,7 +271,8 @@ int main(int argc, char **argv)
             for (int k = 0; k < 3; k++)
                 fprintf(m, "| %s | %.4f | %.3f | %.2f |\n", name[k], med[k], mx / med[k] / 1e9, med[1] / med[k]);
             fprintf(m, "\nInit of the reshaped restarts (scan, plan, the sources' CRCs checked): level 1 %.4f s, "
-                       "level 4 %.4f s.\n", medi[0], medi[1]);
+                       "level 4 %.4f s.  Machine: %ld cores, 1-minute load average %.1f before and %.1f after the run "
+                       "(other jobs shared it).\n", medi[0], medi[1], cores, load0, load_end);
             fclose(m);
         }
         char cmd[3100];

@@ -86,6 +86,19 @@ static void pack_run(void *arg, uint64_t se, uint64_t de, uint64_t n)
     p->bytes += n * p->esz;
 }
 
+/* This rank's own runs go from its window straight into place. */
+typedef struct direct_ctx {
+    const char *win;
+    uint64_t e0, esz;
+    char *dst;
+} direct_ctx;
+
+static void direct_run(void *arg, uint64_t se, uint64_t de, uint64_t n)
+{
+    direct_ctx *d = arg;
+    memcpy(d->dst + de * d->esz, d->win + (se - d->e0) * d->esz, n * d->esz);
+}
+
 typedef struct unpack_ctx {
     const char *in;
     char *dst;
@@ -208,25 +221,28 @@ static int one_round(MPI_Comm comm, int me, int size, const crpm_rd_box *src, co
     const crpm_rd_box *s = ws >= 0 ? &src[ws] : NULL;
     if (s)
         rc = rd(arg, s->handle, b->w0[me], b->w1[me], b->win);
-    /* pack per destination rank, in destination order; own part straight to recv */
-    uint64_t soff = 0;
+    /* receives first, then per destination rank its runs in destination
+     * order; the own runs are copied from the window while the rest flies */
     int nreq = 0;
-    for (int r = 0; s && r < size; r++) {
-        if (!b->scount[r])
-            continue;
-        char *out = r == me ? b->recv + b->roff[me] : b->send + soff;
-        pack_ctx pc = {b->win, b->w0[me], s->esz, out, 0};
-        for (int i = 0; i < ndst; i++)
-            if (dst[i].rank == r)
-                crpm_rd_runs(s, &dst[i], b->w0[me], b->w1[me], pack_run, &pc);
-        if (r != me) {
-            MPI_Isend(out, (int)pc.bytes, MPI_BYTE, r, TAG_RUNS, comm, &b->req[nreq++]);
-            soff += pc.bytes;
-        }
-    }
     for (int r = 0; r < size; r++)
         if (r != me && b->rcount[r])
             MPI_Irecv(b->recv + b->roff[r], (int)b->rcount[r], MPI_BYTE, r, TAG_RUNS, comm, &b->req[nreq++]);
+    uint64_t soff = 0;
+    for (int r = 0; s && r < size; r++) {
+        if (!b->scount[r] || r == me)
+            continue;
+        pack_ctx pc = {b->win, b->w0[me], s->esz, b->send + soff, 0};
+        for (int i = 0; i < ndst; i++)
+            if (dst[i].rank == r)
+                crpm_rd_runs(s, &dst[i], b->w0[me], b->w1[me], pack_run, &pc);
+        MPI_Isend(b->send + soff, (int)pc.bytes, MPI_BYTE, r, TAG_RUNS, comm, &b->req[nreq++]);
+        soff += pc.bytes;
+    }
+    for (int i = 0; s && b->scount[me] && i < ndst; i++)
+        if (dst[i].rank == me) {
+            direct_ctx dc = {b->win, b->w0[me], s->esz, ptrs[dst[i].handle]};
+            crpm_rd_runs(s, &dst[i], b->w0[me], b->w1[me], direct_run, &dc);
+        }
     int mrc = MPI_Waitall(nreq, b->req, MPI_STATUSES_IGNORE);
     if (mrc != MPI_SUCCESS && rc == 0)
         rc = crpm_mpi_fail(mrc, "redistribution: MPI_Waitall");
@@ -235,7 +251,7 @@ static int one_round(MPI_Comm comm, int me, int size, const crpm_rd_box *src, co
     /* unpack, per reader in rank order, per own destination in order */
     for (int r = 0; r < size; r++) {
         int p = b->wsrc[r];
-        if (p < 0 || !b->rcount[r])
+        if (p < 0 || !b->rcount[r] || r == me)
             continue;
         unpack_ctx u = {b->recv + b->roff[r], NULL, src[p].esz, 0};
         for (int i = 0; i < ndst; i++)

@@ -22,7 +22,7 @@ first committed checkpoint (or its recovery), never by the library.
               killed, node 1 wiped: 6 ranks (nodes 0..2) restart from the
               containers and the partner copies (node 1's from node 2, node
               3's from node 0), the old files go only after the first level-2
-              checkpoint committed, node 3 (not in the new job) keeps its
+              checkpoint committed (a level-1 one before it keeps them), node 3 (not in the new job) keeps its
               files unchanged, and the digest is the reference
   erasure     level 2, 8 ranks as 4 nodes: old rank 1's container and its
               partner copy damaged, a restart on 6 fails with CRPM_ERR_CORRUPT
@@ -215,14 +215,19 @@ def scenario_l2_node(ctx):
     t8 = killed(ctx, heat(ctx, 8, cfg, ["--level", "2"], slow=True), w)
     shutil.rmtree(os.path.join(w, "node1"))
     node3 = files(os.path.join(w, "node3"))
-    t6 = finish(ctx, heat(ctx, 6, cfg, ["--level", "2"]), w)
+    # crpm_snapshot every 20 iterations, every 2nd checkpoint level 2: level 1 first
+    cfg6 = config(os.path.join(w, "c6.ini"), {"ckpt_dir": os.path.join(w, "node%n"), "node_size": 2,
+                                             "ckpt_interval": 20, "ckpt_interval_l2": 2})
+    t6 = finish(ctx, crpmtest.mpiexec(6) + [ctx.a.heat] + HEAT[:-2] + ["--crpm", cfg6], w)
     not_behind(t8, t6, 6, "reshaped")
-    # removed inside the first level-2 checkpoint, once committed (printed just before it)
+    # the old files had partner copies: removed inside the first level-2
+    # checkpoint, once committed (printed just before it), not by a level-1 one
     lines = t6.splitlines()
     gone = [i for i, x in enumerate(lines) if "restart on 6 ranks complete" in x]
-    first = [i for i, x in enumerate(lines) if COMMITTED.search(x)]
-    check(len(gone) == 1 and first and first[0] == gone[0] + 1 and COMMITTED.search(lines[first[0]]).group(2) == "2",
-          "the old files were not removed by the first level-2 checkpoint\n%s" % tail(t6))
+    ck = [(i, COMMITTED.search(x).group(2)) for i, x in enumerate(lines) if COMMITTED.search(x)]
+    l2 = [i for i, lv in ck if lv == "2"]
+    check(len(gone) == 1 and ck and ck[0][1] == "1" and ck[0][0] < gone[0] and l2 and l2[0] == gone[0] + 1,
+          "the old files were not removed by the first level-2 checkpoint (after a level-1 one)\n%s" % tail(t6))
     check(files(os.path.join(w, "node3")) == node3, "node 3 (not in the 6-rank job) had its files changed")
 
 

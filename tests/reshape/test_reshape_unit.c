@@ -92,7 +92,7 @@ static void random_box(uint64_t *seed, crpm_rd_box *b, int nd)
 static void test_runs(void)
 {
     uint64_t seed = 30;
-    for (int t = 0; t < 4000; t++) {
+    for (int t = 0; t < 4000 && check_failures() < 10; t++) {
         int nd = 1 + (int)rnd_below(&seed, 4);
         crpm_rd_box s, d;
         random_box(&seed, &s, nd);
