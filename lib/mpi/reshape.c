@@ -216,9 +216,11 @@ static int open_source(crpm_ctx *ctx, crpm_rs_restart *s, int fi, const int *nod
     o->file = fi;
     o->q = x->q;
     o->lock_fd = -1;
-    /* the old rank's lock shows its process is gone, unless a rank of this
-     * job holds that very lock already */
-    if (rc == 0 && x->kind == CRPM_RS_CONT && !(x->q < ctx->nranks && node_of[x->q] == ctx->topo.node)) {
+    /* the old rank's lock shows its process is gone; rank q of this job took
+     * rank-q.lock in its own directory already (the same one, or another
+     * node's), so only the ranks this job lacks are locked here */
+    (void)node_of;
+    if (rc == 0 && x->kind == CRPM_RS_CONT && x->q >= ctx->nranks) {
         char lock[CRPM_PATH_MAX];
         rc = crpm_name_rank_lock(lock, sizeof lock, ctx->job_dir, x->q);
         if (rc == 0)
@@ -508,6 +510,11 @@ static int keep_old(crpm_ctx *ctx, crpm_rs_restart *s)
     for (int i = 0; i < s->nfiles && rc == 0; i++) {
         crpm_rs_file *x = &s->files[i];
         if (x->scanner != ctx->rank || x->held)
+            continue;
+        /* files of this rank count that this job's levels take over, as an
+         * ordinary restart does: its containers that hold nothing, and the
+         * partner copies and parity its levels 2 and 3 opened at init */
+        if (x->rc == 0 && x->nranks == ctx->nranks && (x->kind != CRPM_RS_CONT || x->epoch == 0))
             continue;
         char tag[40], from[CRPM_PATH_MAX], to[CRPM_PATH_MAX + 64];
         if (x->rc == 0)
