@@ -39,7 +39,7 @@ int crpm_define_global(int gid, int ndims, const int64_t dims[], crpm_type_t typ
     if (r)
         rc = check_type(type, fn, gid);
     if (rc == 0)
-        rc = crpm_layout_define(&r->cur, gid, ndims, dims, type.code, (uint64_t)type.size, name);
+        rc = crpm_glayout_define(&r->cur, gid, ndims, dims, type.code, (uint64_t)type.size, name);
     if (rc != 0)
         return crpm_api_report(crpm_error(rc, "%s(%d): %s", fn, gid, crpm_last_error()), fn);
     return CRPM_SUCCESS;
@@ -54,7 +54,7 @@ int crpm_add_subset(int gid, int id, const int64_t offset[], const int64_t count
         rc = crpm_error(CRPM_ERR_INVAL, "%s(%d): ids %d to %d are reserved for the library", fn, id,
                         CRPM_RESERVED_ID_MIN, CRPM_RESERVED_ID_MAX);
     if (rc == 0)
-        rc = crpm_layout_add_subset(&r->cur, gid, id, offset, count);
+        rc = crpm_glayout_add_subset(&r->cur, gid, id, offset, count);
     if (rc != 0)
         return crpm_api_report(crpm_error(rc, "%s(%d): %s", fn, id, crpm_last_error()), fn);
     return CRPM_SUCCESS;
@@ -69,7 +69,7 @@ int crpm_protect_replicated(int id, void *ptr, int64_t count, crpm_type_t type)
         return crpm_api_report(rc, fn);
     rc = crpm_protect(id, ptr, count, type);
     if (rc == 0)
-        rc = crpm_layout_add_replicated(&r->cur, id);
+        rc = crpm_glayout_add_replicated(&r->cur, id);
     return rc ? crpm_api_report(rc, fn) : CRPM_SUCCESS;
 }
 
@@ -82,9 +82,9 @@ int crpm_global_dims(int gid, int64_t dims[])
         rc = crpm_error(CRPM_ERR_INVAL, "%s(%d): dims is NULL", fn, gid);
     if (rc != 0)
         return crpm_api_report(rc, fn);
-    const crpm_gds *d = r->have_saved ? crpm_layout_dataset(&r->saved, gid) : NULL;
+    const crpm_gds *d = r->have_saved ? crpm_glayout_dataset(&r->saved, gid) : NULL;
     if (!d)
-        d = crpm_layout_dataset(&r->cur, gid);
+        d = crpm_glayout_dataset(&r->cur, gid);
     if (!d)
         return crpm_api_report(crpm_error(CRPM_ERR_INVAL, "%s(%d): dataset %d is neither in the checkpoint nor "
                                           "defined", fn, gid, gid), fn);
@@ -103,11 +103,11 @@ static const crpm_array *protected_array(const crpm_ctx *ctx, int32_t id)
 }
 
 /* The declared boxes must match the arrays that hold them. */
-static int check_subsets(const crpm_ctx *ctx, const crpm_layout *l, const char *fn)
+static int check_subsets(const crpm_ctx *ctx, const crpm_glayout *l, const char *fn)
 {
     for (int i = 0; i < l->nsub; i++) {
         const crpm_subset *s = &l->sub[i];
-        const crpm_gds *d = crpm_layout_dataset(l, s->gid);
+        const crpm_gds *d = crpm_glayout_dataset(l, s->gid);
         const crpm_array *a = protected_array(ctx, s->id);
         uint64_t vol = crpm_box_volume(s->ndims, s->cnt);
         if (!a)
@@ -132,7 +132,7 @@ static int check_subsets(const crpm_ctx *ctx, const crpm_layout *l, const char *
  * moved or changed size). */
 static int refresh_blob(crpm_reshape *r)
 {
-    size_t n = crpm_layout_serialize(&r->cur, NULL, 0);
+    size_t n = crpm_glayout_serialize(&r->cur, NULL, 0);
     if (n > r->blob_cap) {
         unsigned char *b = realloc(r->blob, n);
         if (!b)
@@ -141,11 +141,11 @@ static int refresh_blob(crpm_reshape *r)
         r->blob_cap = n;
         r->blob_protected = 0;
     }
-    crpm_layout_serialize(&r->cur, r->blob, r->blob_cap);
+    crpm_glayout_serialize(&r->cur, r->blob, r->blob_cap);
     if (r->blob_protected && n == r->blob_len)
         return CRPM_SUCCESS;
     r->blob_len = n;
-    int rc = crpm_protect_any(CRPM_ID_LAYOUT, r->blob, (int64_t)n, CRPM_BYTE, "crpm_checkpoint");
+    int rc = crpm_protect_any(CRPM_ID_GLAYOUT, r->blob, (int64_t)n, CRPM_BYTE, "crpm_checkpoint");
     r->blob_protected = rc == 0;
     r->region_in_use |= rc == 0;
     return rc;
@@ -154,24 +154,24 @@ static int refresh_blob(crpm_reshape *r)
 int crpm_global_before_checkpoint(crpm_ctx *ctx)
 {
     crpm_reshape *r = ctx->reshape;
-    if (!r || (crpm_layout_empty(&r->cur) && !r->region_in_use))
+    if (!r || (crpm_glayout_empty(&r->cur) && !r->region_in_use))
         return CRPM_SUCCESS;
     int rc = check_subsets(ctx, &r->cur, "crpm_checkpoint");
     return rc ? rc : refresh_blob(r);
 }
 
 /* ---- level-1 restart: the saved layout must be the one declared now ------------ */
-static int same_boxes(const crpm_layout *a, const crpm_layout *b, char *why, size_t n)
+static int same_boxes(const crpm_glayout *a, const crpm_glayout *b, char *why, size_t n)
 {
     for (int i = 0; i < a->nds; i++) {
-        const crpm_gds *d = crpm_layout_dataset(b, a->ds[i].gid);
+        const crpm_gds *d = crpm_glayout_dataset(b, a->ds[i].gid);
         if (d && !crpm_gds_same(d, &a->ds[i])) {
             snprintf(why, n, "global dataset %d has other dimensions or another type", a->ds[i].gid);
             return 0;
         }
     }
     for (int i = 0; i < a->nsub; i++) {
-        const crpm_subset *s = &a->sub[i], *t = crpm_layout_subset(b, s->id);
+        const crpm_subset *s = &a->sub[i], *t = crpm_glayout_subset(b, s->id);
         int same = t && t->gid == s->gid && t->ndims == s->ndims;
         for (int k = 0; same && k < s->ndims; k++)
             same = t->off[k] == s->off[k] && t->cnt[k] == s->cnt[k];
@@ -190,20 +190,20 @@ static int chk_read(crpm_level *lv, const crpm_array *a, int n)
     (void)a;
     (void)n;
     /* the saved region needs a protected region of its size to land in */
-    int rc = crpm_protect_any(CRPM_ID_LAYOUT, r->saved_blob, (int64_t)r->saved_blob_len, CRPM_BYTE, "crpm_recover");
+    int rc = crpm_protect_any(CRPM_ID_GLAYOUT, r->saved_blob, (int64_t)r->saved_blob_len, CRPM_BYTE, "crpm_recover");
     r->blob_protected = 0;
     if (rc == 0)
         rc = r->check_inner->ops->read(r->check_inner, ctx->arrays, ctx->narrays);
-    crpm_layout saved;
+    crpm_glayout saved;
     memset(&saved, 0, sizeof saved);
     if (rc == 0)
-        rc = crpm_layout_parse(r->saved_blob, r->saved_blob_len, &saved, "crpm_recover");
+        rc = crpm_glayout_parse(r->saved_blob, r->saved_blob_len, &saved, "crpm_recover");
     char why[256];
-    if (rc == 0 && !crpm_layout_empty(&r->cur) && (!same_boxes(&r->cur, &saved, why, sizeof why) ||
+    if (rc == 0 && !crpm_glayout_empty(&r->cur) && (!same_boxes(&r->cur, &saved, why, sizeof why) ||
                                                    !same_boxes(&saved, &r->cur, why, sizeof why)))
         rc = crpm_error(CRPM_ERR_MISMATCH, "crpm_recover: %s (a restart on the same number of ranks restores every "
                         "rank's arrays as saved; its layout must be the saved one)", why);
-    crpm_layout_free(&saved);
+    crpm_glayout_free(&saved);
     int brc = refresh_blob(r);
     return rc ? rc : brc;
 }
@@ -239,12 +239,12 @@ int crpm_global_after_init(crpm_ctx *ctx)
     crpm_reshape *r = crpm_reshape_get(ctx);
     if (!r)
         return CRPM_ERR_NOMEM;
-    ctx->env.layout = &r->cur;
+    ctx->env.glayout = &r->cur;
     ctx->env.run_id = ctx->run_id;
     crpm_level *src = ctx->source;
     crpm_array shape;
     int h;
-    if (!src || src == &r->level || !src->ops->stored || src->ops->stored(src, CRPM_ID_LAYOUT, &shape, &h) != 0) {
+    if (!src || src == &r->level || !src->ops->stored || src->ops->stored(src, CRPM_ID_GLAYOUT, &shape, &h) != 0) {
         crpm_error_clear();
         return CRPM_SUCCESS;
     }
@@ -256,10 +256,10 @@ int crpm_global_after_init(crpm_ctx *ctx)
         return crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
     r->saved_blob_len = len;
     int rc = src->ops->read_one(src, h, r->saved_blob);
-    if (rc == 0 && crpm_layout_parse(r->saved_blob, len, &r->saved, "crpm_init") == 0)
+    if (rc == 0 && crpm_glayout_parse(r->saved_blob, len, &r->saved, "crpm_init") == 0)
         r->have_saved = 1;
     crpm_error_clear(); /* a damaged region is reported by crpm_recover */
-    rc = crpm_protect_any(CRPM_ID_LAYOUT, r->saved_blob, (int64_t)len, CRPM_BYTE, "crpm_init");
+    rc = crpm_protect_any(CRPM_ID_GLAYOUT, r->saved_blob, (int64_t)len, CRPM_BYTE, "crpm_init");
     if (rc != 0)
         return rc;
     r->region_in_use = 1;

@@ -4,11 +4,11 @@
 #include "error.h"
 #include "l4_global.h"
 
-int crpm_l4g_is_box(const crpm_layout *lay, int32_t id) { return lay && crpm_layout_subset(lay, id) != NULL; }
+int crpm_l4g_is_box(const crpm_glayout *lay, int32_t id) { return lay && crpm_glayout_subset(lay, id) != NULL; }
 
 #ifndef CRPM_HAVE_HDF5
 static int notsup(void) { return crpm_error(CRPM_ERR_NOTSUP, "level-4 checkpoints need parallel HDF5, which this build lacks"); }
-int crpm_l4g_write(MPI_Comm comm, const char *path, const crpm_layout *lay, int n, const crpm_array *a,
+int crpm_l4g_write(MPI_Comm comm, const char *path, const crpm_glayout *lay, int n, const crpm_array *a,
                    const uint8_t *run_id, int64_t time_ns)
 {
     (void)comm; (void)path; (void)lay; (void)n; (void)a; (void)run_id; (void)time_ns;
@@ -37,8 +37,8 @@ int crpm_l4g_rank_read(crpm_l4g *h, int q, int32_t id, void *dst, uint64_t bytes
     return notsup();
 }
 uint64_t crpm_l4g_piece(crpm_l4g *h, int32_t gid) { (void)h; (void)gid; return 0; }
-int crpm_l4g_verify_boxes(crpm_l4g *h, int q, const crpm_layout *lay_q) { (void)h; (void)q; (void)lay_q; return notsup(); }
-int crpm_l4g_read_box(crpm_l4g *h, int q, const crpm_layout *lay_q, int k, uint64_t e0, uint64_t e1, void *dst)
+int crpm_l4g_verify_boxes(crpm_l4g *h, int q, const crpm_glayout *lay_q) { (void)h; (void)q; (void)lay_q; return notsup(); }
+int crpm_l4g_read_box(crpm_l4g *h, int q, const crpm_glayout *lay_q, int k, uint64_t e0, uint64_t e1, void *dst)
 {
     (void)h; (void)q; (void)lay_q; (void)k; (void)e0; (void)e1; (void)dst;
     return notsup();
@@ -74,7 +74,7 @@ static int cmp_gid(const void *a, const void *b)
 
 /* ---- write ------------------------------------------------------------------------ */
 /* This rank's pieces: for each box (layout order), the CRC-32 of each piece. */
-static int my_pieces(const crpm_layout *lay, int n, const crpm_array *a, uint32_t **out, uint64_t *nout,
+static int my_pieces(const crpm_glayout *lay, int n, const crpm_array *a, uint32_t **out, uint64_t *nout,
                      const crpm_array ***box_arr)
 {
     uint64_t total = 0;
@@ -83,7 +83,7 @@ static int my_pieces(const crpm_layout *lay, int n, const crpm_array *a, uint32_
         return crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory");
     for (int i = 0; i < lay->nsub; i++) {
         const crpm_subset *b = &lay->sub[i];
-        const crpm_gds *d = crpm_layout_dataset(lay, b->gid);
+        const crpm_gds *d = crpm_glayout_dataset(lay, b->gid);
         const crpm_array *x = NULL;
         for (int k = 0; k < n; k++)
             if (a[k].id == b->id)
@@ -113,19 +113,19 @@ static int my_pieces(const crpm_layout *lay, int n, const crpm_array *a, uint32_
 }
 
 /* Datasets sorted by gid; every rank must declare the same ones. */
-static int same_datasets(MPI_Comm comm, const crpm_layout *lay, crpm_gds **sorted)
+static int same_datasets(MPI_Comm comm, const crpm_glayout *lay, crpm_gds **sorted)
 {
     *sorted = malloc(sizeof **sorted * (size_t)(lay->nds + 1));
     if (!*sorted)
         return crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory");
     memcpy(*sorted, lay->ds, sizeof **sorted * (size_t)lay->nds);
     qsort(*sorted, (size_t)lay->nds, sizeof **sorted, cmp_gid);
-    crpm_layout tmp = {*sorted, lay->nds, lay->nds, NULL, 0, 0, NULL, 0, 0};
-    size_t len = crpm_layout_serialize(&tmp, NULL, 0);
+    crpm_glayout tmp = {*sorted, lay->nds, lay->nds, NULL, 0, 0, NULL, 0, 0};
+    size_t len = crpm_glayout_serialize(&tmp, NULL, 0);
     unsigned char *buf = malloc(len);
     if (!buf)
         return crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory");
-    crpm_layout_serialize(&tmp, buf, len);
+    crpm_glayout_serialize(&tmp, buf, len);
     int64_t mine[2], lo[2];
     mine[0] = (int64_t)crpm_crc32c(buf, len, 0);
     mine[1] = -mine[0];
@@ -140,9 +140,9 @@ static int same_datasets(MPI_Comm comm, const crpm_layout *lay, crpm_gds **sorte
 
 static hid_t create_nd(hid_t f, const crpm_gds *d)
 {
-    char name[CRPM_LAYOUT_NAME_MAX + 16];
+    char name[CRPM_GLAYOUT_NAME_MAX + 16];
     ds_name(d, name, sizeof name);
-    hsize_t dims[CRPM_LAYOUT_MAX_DIMS];
+    hsize_t dims[CRPM_GLAYOUT_MAX_DIMS];
     for (int k = 0; k < d->ndims; k++)
         dims[k] = (hsize_t)d->dims[k];
     hid_t type = l4_type(d->type_code, d->elem_size), sp = H5Screate_simple(d->ndims, dims, NULL);
@@ -167,7 +167,7 @@ static hid_t create_nd(hid_t f, const crpm_gds *d)
 /* One box written from memory into the global dataset (independent I/O). */
 static int write_box(hid_t ds, const crpm_subset *b, const crpm_array *x)
 {
-    hsize_t off[CRPM_LAYOUT_MAX_DIMS], cnt[CRPM_LAYOUT_MAX_DIMS], n = x->count;
+    hsize_t off[CRPM_GLAYOUT_MAX_DIMS], cnt[CRPM_GLAYOUT_MAX_DIMS], n = x->count;
     for (int k = 0; k < b->ndims; k++) {
         off[k] = b->off[k];
         cnt[k] = b->cnt[k];
@@ -212,7 +212,7 @@ static int write_pieces(MPI_Comm comm, hid_t f, const uint32_t *crc, uint64_t n,
     hid_t dc = g >= 0 && sp >= 0 ? H5Dcreate2(g, "crc", H5T_NATIVE_UINT32, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
     hid_t di = g >= 0 && spi >= 0 ? H5Dcreate2(g, "crc_index", H5T_NATIVE_INT64, spi, H5P_DEFAULT, H5P_DEFAULT,
                                                H5P_DEFAULT) : -1;
-    if (dc < 0 || di < 0 || l4_put_attr(f, "crpm_layout", H5T_NATIVE_INT32, &one) < 0 ||
+    if (dc < 0 || di < 0 || l4_put_attr(f, "crpm_glayout", H5T_NATIVE_INT32, &one) < 0 ||
         l4_put_attr(f, "time_ns", H5T_NATIVE_INT64, &time_ns) < 0 || l4_put_str_attr(f, "run_id", hex) < 0)
         rc = l4_h5_fail("level 4: creating the checksums of the global datasets");
     rc = l4_agree(comm, rc);
@@ -234,12 +234,12 @@ static int write_pieces(MPI_Comm comm, hid_t f, const uint32_t *crc, uint64_t n,
     return rc;
 }
 
-int crpm_l4g_write(MPI_Comm comm, const char *path, const crpm_layout *lay, int n, const crpm_array *a,
+int crpm_l4g_write(MPI_Comm comm, const char *path, const crpm_glayout *lay, int n, const crpm_array *a,
                    const uint8_t *run_id, int64_t time_ns)
 {
-    static const crpm_layout none;
-    const crpm_layout *l = lay ? lay : &none;
-    int any = !crpm_layout_empty(l), all_any = 0;
+    static const crpm_glayout none;
+    const crpm_glayout *l = lay ? lay : &none;
+    int any = !crpm_glayout_empty(l), all_any = 0;
     if (MPI_Allreduce(&any, &all_any, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
         return crpm_error(CRPM_ERR_MPI, "level 4: MPI_Allreduce failed");
     if (!all_any)
@@ -301,7 +301,7 @@ static void file_attrs(const char *dir, crpm_l4g_file *x)
     }
     int32_t one = 0;
     int64_t t = 0;
-    if (l4_get_attr(f, "crpm_layout", H5T_NATIVE_INT32, &one) == 0 && one == 1 &&
+    if (l4_get_attr(f, "crpm_glayout", H5T_NATIVE_INT32, &one) == 0 && one == 1 &&
         l4_get_attr(f, "time_ns", H5T_NATIVE_INT64, &t) == 0) {
         x->layout = 1;
         x->time_ns = t;
@@ -469,7 +469,7 @@ int crpm_l4g_open(MPI_Comm comm, const char *path, const char *job, crpm_l4g **o
 int crpm_l4g_verify_file(hid_t f, const char *path, FILE *out)
 {
     int32_t one = 0;
-    if (l4_get_attr(f, "crpm_layout", H5T_NATIVE_INT32, &one) != 0 || one != 1) {
+    if (l4_get_attr(f, "crpm_glayout", H5T_NATIVE_INT32, &one) != 0 || one != 1) {
         H5Eclear2(H5E_DEFAULT);
         return CRPM_SUCCESS; /* no global datasets */
     }
@@ -484,24 +484,24 @@ int crpm_l4g_verify_file(hid_t f, const char *path, FILE *out)
         int n = 0, k = -1;
         int grc = crpm_l4g_rank_arrays(&h, q, &a, &n);
         for (int i = 0; grc == 0 && i < n; i++)
-            if (a[i].id == CRPM_ID_LAYOUT)
+            if (a[i].id == CRPM_ID_GLAYOUT)
                 k = i;
-        crpm_layout lay;
+        crpm_glayout lay;
         memset(&lay, 0, sizeof lay);
         uint64_t bl = k >= 0 ? a[k].count * a[k].elem_size : 0;
         void *blob = k >= 0 ? malloc(bl ? bl : 1) : NULL;
         if (grc == 0 && k >= 0)
-            grc = blob ? crpm_l4g_rank_read(&h, q, CRPM_ID_LAYOUT, blob, bl)
+            grc = blob ? crpm_l4g_rank_read(&h, q, CRPM_ID_GLAYOUT, blob, bl)
                        : crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory");
         if (grc == 0 && k >= 0)
-            grc = crpm_layout_parse(blob, bl, &lay, path);
+            grc = crpm_glayout_parse(blob, bl, &lay, path);
         if (grc == 0)
             grc = crpm_l4g_verify_boxes(&h, q, &lay);
         if (out)
             fprintf(out, "  rank %d: %d box(es) of global datasets: %s\n", q, lay.nsub,
                     grc == 0 ? "ok" : crpm_last_error());
         first = first ? first : grc;
-        crpm_layout_free(&lay);
+        crpm_glayout_free(&lay);
         free(blob);
         free(a);
     }
@@ -624,13 +624,13 @@ int crpm_l4g_rank_read(crpm_l4g *h, int q, int32_t id, void *dst, uint64_t bytes
  * at most two blocks per dimension. */
 static int select_range(hid_t fsp, int nd, const uint64_t *off, const uint64_t *cnt, uint64_t e0, uint64_t e1)
 {
-    uint64_t stride[CRPM_LAYOUT_MAX_DIMS];
+    uint64_t stride[CRPM_GLAYOUT_MAX_DIMS];
     stride[nd - 1] = 1;
     for (int k = nd - 2; k >= 0; k--)
         stride[k] = stride[k + 1] * cnt[k + 1];
     H5S_seloper_t op = H5S_SELECT_SET;
     while (e0 < e1) {
-        hsize_t start[CRPM_LAYOUT_MAX_DIMS], count[CRPM_LAYOUT_MAX_DIMS];
+        hsize_t start[CRPM_GLAYOUT_MAX_DIMS], count[CRPM_GLAYOUT_MAX_DIMS];
         uint64_t r = e0;
         for (int k = 0; k < nd; k++) {
             start[k] = off[k] + r / stride[k];
@@ -661,7 +661,7 @@ static int select_range(hid_t fsp, int nd, const uint64_t *off, const uint64_t *
 }
 
 /* Where old rank q's box k starts in the piece table. */
-static int first_piece(crpm_l4g *h, int q, const crpm_layout *lay, int k, uint64_t *out)
+static int first_piece(crpm_l4g *h, int q, const crpm_glayout *lay, int k, uint64_t *out)
 {
     uint64_t p = (uint64_t)h->index[q];
     for (int i = 0; i < k; i++) {
@@ -674,12 +674,12 @@ static int first_piece(crpm_l4g *h, int q, const crpm_layout *lay, int k, uint64
     return CRPM_SUCCESS;
 }
 
-int crpm_l4g_read_box(crpm_l4g *h, int q, const crpm_layout *lay_q, int k, uint64_t e0, uint64_t e1, void *dst)
+int crpm_l4g_read_box(crpm_l4g *h, int q, const crpm_glayout *lay_q, int k, uint64_t e0, uint64_t e1, void *dst)
 {
     if (q < 0 || q >= h->root.nranks || k < 0 || k >= lay_q->nsub)
         return crpm_error(CRPM_ERR_RANGE, "level 4: no box %d of old rank %d", k, q);
     const crpm_subset *b = &lay_q->sub[k];
-    const crpm_gds *d = crpm_layout_dataset(lay_q, b->gid);
+    const crpm_gds *d = crpm_glayout_dataset(lay_q, b->gid);
     const gref *g = find_g(h, b->gid);
     uint64_t vol = crpm_box_volume(b->ndims, b->cnt), p0 = 0;
     if (!g || !d)
@@ -732,13 +732,13 @@ int crpm_l4g_read_box(crpm_l4g *h, int q, const crpm_layout *lay_q, int k, uint6
     return rc;
 }
 
-int crpm_l4g_verify_boxes(crpm_l4g *h, int q, const crpm_layout *lay_q)
+int crpm_l4g_verify_boxes(crpm_l4g *h, int q, const crpm_glayout *lay_q)
 {
     int rc = CRPM_SUCCESS;
     char *buf = NULL;
     for (int k = 0; rc == 0 && k < lay_q->nsub; k++) {
         const crpm_subset *b = &lay_q->sub[k];
-        const crpm_gds *d = crpm_layout_dataset(lay_q, b->gid);
+        const crpm_gds *d = crpm_glayout_dataset(lay_q, b->gid);
         const gref *g = find_g(h, b->gid);
         if (!g || !d) {
             rc = crpm_error(CRPM_ERR_CORRUPT, "%s: global dataset %d is missing", h->path, b->gid);

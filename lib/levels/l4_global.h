@@ -3,7 +3,7 @@
  *
  * A level-4 file of a job that declared global datasets holds, besides the
  * rank groups of level4.h (which then hold only the arrays that are no box
- * of a global dataset, and the layout region id_<CRPM_ID_LAYOUT>):
+ * of a global dataset, and the layout region id_<CRPM_ID_GLAYOUT>):
  *
  *   /<name> or /global_<gid>   each global dataset, N-D, its global shape and
  *                              type; attributes crpm_gid (int32), type_code
@@ -14,7 +14,7 @@
  *                              region, the zlib CRC-32 of each crc_piece
  *                              elements of the box in C order
  *   /crpm_global/crc_index     int64 [nranks + 1]: where each rank's pieces start
- *   root attributes            crpm_layout (int32 1), time_ns (int64), run_id
+ *   root attributes            crpm_glayout (int32 1), time_ns (int64), run_id
  *                              (32 hex digits)
  *
  * h5dump and h5py read each global dataset with its global shape. */
@@ -23,18 +23,18 @@
 #include <mpi.h>
 #include <stdint.h>
 #include "array.h"
-#include "layout.h"
+#include "glayout.h"
 
 /* Bytes per checksum piece (and per redistribution window) of a box. */
 #define CRPM_L4G_PIECE_BYTES ((uint64_t)4 << 20)
 
 /* 1 when array id is a box of a global dataset (it is not in the rank group). */
-int crpm_l4g_is_box(const crpm_layout *lay, int32_t id);
+int crpm_l4g_is_box(const crpm_glayout *lay, int32_t id);
 
 /* Collective, agreed: writes the global datasets into the level-4 file at
  * path (created by level4.c, not yet renamed into place).  No-op when no
  * rank has a layout. */
-int crpm_l4g_write(MPI_Comm comm, const char *path, const crpm_layout *lay, int n, const crpm_array *a,
+int crpm_l4g_write(MPI_Comm comm, const char *path, const crpm_glayout *lay, int n, const crpm_array *a,
                    const uint8_t *run_id, int64_t time_ns);
 
 /* A level-4 file of the job as a reshaped restart sees it. */
@@ -66,9 +66,9 @@ int crpm_l4g_rank_read(crpm_l4g *h, int q, int32_t id, void *dst, uint64_t bytes
 /* Elements per piece of dataset gid's checksums (0: not in the file). */
 uint64_t crpm_l4g_piece(crpm_l4g *h, int32_t gid);
 /* Old rank q (its layout lay_q): checks every piece of its boxes. */
-int crpm_l4g_verify_boxes(crpm_l4g *h, int q, const crpm_layout *lay_q);
+int crpm_l4g_verify_boxes(crpm_l4g *h, int q, const crpm_glayout *lay_q);
 /* Elements [e0, e1) of box k of old rank q (C order) into dst, every piece
  * checked; e0 and e1 on piece boundaries (or e1 the box's end). */
-int crpm_l4g_read_box(crpm_l4g *h, int q, const crpm_layout *lay_q, int k, uint64_t e0, uint64_t e1, void *dst);
+int crpm_l4g_read_box(crpm_l4g *h, int q, const crpm_glayout *lay_q, int k, uint64_t e0, uint64_t e1, void *dst);
 
 #endif

@@ -29,9 +29,9 @@ typedef struct crpm_level_env {
     const char *glbl_dir;      /* level 4: global file system ("" = none) */
     int keep_l4;               /* level-4 files kept */
     uint64_t epoch;            /* the job's committed epoch, recorded in level-4 files */
-    /* level 4: the job's global layout (format/layout.h), NULL when it has none;
+    /* level 4: the job's global layout (format/glayout.h), NULL when it has none;
      * run_id (CRPM_RUN_ID_LEN bytes) identifies this run in the file */
-    const struct crpm_layout *layout;
+    const struct crpm_glayout *glayout;
     const uint8_t *run_id;
 } crpm_level_env;
 

@@ -282,7 +282,7 @@ static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ck
     }
 
     /* boxes of global datasets go into those (l4_global.c), not into the rank's group */
-    const crpm_layout *lay = glob ? glob->layout : NULL;
+    const crpm_glayout *lay = glob ? glob->glayout : NULL;
     crpm_array *own = calloc((size_t)nregions + 1, sizeof *own);
     int nown = 0;
     for (int i = 0; own && i < nregions; i++)

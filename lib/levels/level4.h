@@ -45,7 +45,7 @@ int crpm_l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ckpt
  * of global datasets are written into those instead of the rank groups.
  * g may be NULL (crpm_l4_write). */
 typedef struct crpm_l4_global {
-    const struct crpm_layout *layout;
+    const struct crpm_glayout *glayout;
     const uint8_t *run_id;     /* 16 bytes, recorded as root attribute run_id */
     int64_t time_ns;           /* recorded as root attribute time_ns */
 } crpm_l4_global;

@@ -26,7 +26,7 @@ static int l4_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm
     (void)st;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    crpm_l4_global g = {e->layout, e->run_id, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec};
+    crpm_l4_global g = {e->glayout, e->run_id, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec};
     return crpm_l4_write_global(e->comm, e->glbl_dir, e->job_name, (int)id, e->epoch, n, a, e->keep_l4, &g);
 }
 

@@ -22,7 +22,7 @@ uint64_t crpm_rd_runs(const crpm_rd_box *s, const crpm_rd_box *d, uint64_t e0, u
                       void *arg)
 {
     int nd = s->nd;
-    uint64_t oi[CRPM_LAYOUT_MAX_DIMS], ci[CRPM_LAYOUT_MAX_DIMS], g[CRPM_LAYOUT_MAX_DIMS], idx[CRPM_LAYOUT_MAX_DIMS];
+    uint64_t oi[CRPM_GLAYOUT_MAX_DIMS], ci[CRPM_GLAYOUT_MAX_DIMS], g[CRPM_GLAYOUT_MAX_DIMS], idx[CRPM_GLAYOUT_MAX_DIMS];
     if (s->gid != d->gid || nd != d->nd || e1 <= e0 || !crpm_box_intersect(nd, s->off, s->cnt, d->off, d->cnt, oi, ci))
         return 0;
     /* the intersection's first and last elements in s's order bound the rows to look at */

@@ -18,14 +18,14 @@
 #define CRPM_LEVELS_REDIST_H
 #include <mpi.h>
 #include <stdint.h>
-#include "layout.h"
+#include "glayout.h"
 
 typedef struct crpm_rd_box {
     int rank;        /* source: the rank that reads it; destination: the rank that owns it */
     int32_t gid;     /* dataset: sources meet only destinations of the same dataset */
     int nd;
-    uint64_t off[CRPM_LAYOUT_MAX_DIMS];
-    uint64_t cnt[CRPM_LAYOUT_MAX_DIMS];
+    uint64_t off[CRPM_GLAYOUT_MAX_DIMS];
+    uint64_t cnt[CRPM_GLAYOUT_MAX_DIMS];
     uint64_t esz;    /* bytes per element */
     uint64_t win;    /* sources: elements per window (windows start at multiples of it) */
     int handle;      /* source: for read(); destination: index into the owner's ptrs */

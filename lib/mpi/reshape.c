@@ -38,13 +38,13 @@ void crpm_rs_restart_free(crpm_rs_restart *s)
     free(s->open);
     crpm_l4g_close(s->l4);
     for (int q = 0; s->old && q < s->N; q++) {
-        crpm_layout_free(&s->old[q]);
+        crpm_glayout_free(&s->old[q]);
         free(s->arrs[q]);
     }
     free(s->old);
     free(s->arrs);
     free(s->narrs);
-    crpm_layout_free(&s->merged);
+    crpm_glayout_free(&s->merged);
     crpm_rs_plan_free(&s->plan);
     free(s->files);
     free(s->l4f);
@@ -57,8 +57,8 @@ void crpm_reshape_free(crpm_ctx *ctx)
     if (!r)
         return;
     crpm_rs_restart_free(r->rs);
-    crpm_layout_free(&r->cur);
-    crpm_layout_free(&r->saved);
+    crpm_glayout_free(&r->cur);
+    crpm_glayout_free(&r->saved);
     free(r->blob);
     free(r->saved_blob);
     free(r);
@@ -336,7 +336,7 @@ static int describe_l1(crpm_rs_restart *s, unsigned char **buf, size_t *len, siz
             rc = crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
         for (int k = 0; rc == 0 && k < n; k++)
             rc = crpm_container_region(c, k, &a[k]);
-        crpm_region *lr = rc == 0 ? crpm_region_find(c, CRPM_ID_LAYOUT) : NULL;
+        crpm_region *lr = rc == 0 ? crpm_region_find(c, CRPM_ID_GLAYOUT) : NULL;
         if (lr && lr->saved) {
             bl = lr->count * lr->elem_size;
             if (!(blob = malloc(bl ? bl : 1)))
@@ -362,17 +362,17 @@ static int describe_l4(crpm_ctx *ctx, crpm_rs_restart *s, unsigned char **buf, s
         uint64_t bl = 0;
         rc = crpm_l4g_rank_arrays(s->l4, q, &a, &n);
         for (int i = 0; rc == 0 && i < n; i++)
-            if (a[i].id == CRPM_ID_LAYOUT) {
+            if (a[i].id == CRPM_ID_GLAYOUT) {
                 bl = a[i].count * a[i].elem_size;
                 if (!(blob = malloc(bl ? bl : 1)))
                     rc = crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
                 if (rc == 0)
-                    rc = crpm_l4g_rank_read(s->l4, q, CRPM_ID_LAYOUT, blob, bl);
+                    rc = crpm_l4g_rank_read(s->l4, q, CRPM_ID_GLAYOUT, blob, bl);
             }
-        crpm_layout lay;
+        crpm_glayout lay;
         memset(&lay, 0, sizeof lay);
         if (rc == 0 && blob)
-            rc = crpm_layout_parse(blob, bl, &lay, "level-4 file");
+            rc = crpm_glayout_parse(blob, bl, &lay, "level-4 file");
         if (rc == 0)
             rc = crpm_l4g_verify_boxes(s->l4, q, &lay);
         /* the boxes are arrays of the old rank too, stored in the global datasets */
@@ -381,12 +381,12 @@ static int describe_l4(crpm_ctx *ctx, crpm_rs_restart *s, unsigned char **buf, s
             rc = crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
         for (int k = 0; rc == 0 && k < lay.nsub; k++) {
             const crpm_subset *b = &lay.sub[k];
-            const crpm_gds *d = crpm_layout_dataset(&lay, b->gid);
+            const crpm_gds *d = crpm_glayout_dataset(&lay, b->gid);
             all[n++] = (crpm_array){b->id, d->type_code, d->elem_size, crpm_box_volume(b->ndims, b->cnt), NULL, NULL};
         }
         if (all)
             a = all;
-        crpm_layout_free(&lay);
+        crpm_glayout_free(&lay);
         if (rc == 0)
             rc = pack_rank(buf, len, cap, q, a, n, blob, bl);
         free(a);
@@ -441,7 +441,7 @@ static int gather_old(crpm_ctx *ctx, crpm_rs_restart *s)
         char where[64];
         snprintf(where, sizeof where, "old rank %d", q);
         if (bl)
-            rc = crpm_layout_parse(all + o, (size_t)bl, &s->old[q], where);
+            rc = crpm_glayout_parse(all + o, (size_t)bl, &s->old[q], where);
         o += (size_t)bl;
     }
     for (int q = 0; rc == 0 && q < s->N; q++)
@@ -454,24 +454,24 @@ static int gather_old(crpm_ctx *ctx, crpm_rs_restart *s)
 
 /* Per-rank state cannot be placed on another rank count: every saved array
  * must be a box of a global dataset, replicated, or the layout itself. */
-static int check_old(const crpm_ctx *ctx, crpm_rs_restart *s, crpm_layout *merged)
+static int check_old(const crpm_ctx *ctx, crpm_rs_restart *s, crpm_glayout *merged)
 {
     int same = s->N == ctx->nranks && s->plan.kind == CRPM_RS_L4;
     for (int q = 0; q < s->N; q++) {
-        const crpm_layout *l = &s->old[q];
+        const crpm_glayout *l = &s->old[q];
         for (int i = 0; i < l->nds; i++) {
-            const crpm_gds *d = crpm_layout_dataset(merged, l->ds[i].gid);
+            const crpm_gds *d = crpm_glayout_dataset(merged, l->ds[i].gid);
             if (d && !crpm_gds_same(d, &l->ds[i]))
                 return crpm_error(CRPM_ERR_CORRUPT, "crpm_init: old ranks define global dataset %d differently",
                                   l->ds[i].gid);
-            if (!d && crpm_layout_define(merged, l->ds[i].gid, l->ds[i].ndims, (const int64_t *)l->ds[i].dims,
+            if (!d && crpm_glayout_define(merged, l->ds[i].gid, l->ds[i].ndims, (const int64_t *)l->ds[i].dims,
                                          l->ds[i].type_code, l->ds[i].elem_size, l->ds[i].name) != 0)
                 return CRPM_ERR_NOMEM;
         }
         for (int i = 0; i < s->narrs[q]; i++) {
             const crpm_array *a = &s->arrs[q][i];
-            const crpm_subset *b = crpm_layout_subset(l, a->id);
-            if (a->id == CRPM_ID_LAYOUT || crpm_layout_replicated(l, a->id) || same)
+            const crpm_subset *b = crpm_glayout_subset(l, a->id);
+            if (a->id == CRPM_ID_GLAYOUT || crpm_glayout_replicated(l, a->id) || same)
                 continue;
             if (!b)
                 return crpm_error(CRPM_ERR_NRANKS, "crpm_init: the checkpoint was written by %d ranks and this run "
@@ -482,7 +482,7 @@ static int check_old(const crpm_ctx *ctx, crpm_rs_restart *s, crpm_layout *merge
         }
         for (int i = 0; i < l->nsub; i++) {
             const crpm_subset *b = &l->sub[i];
-            const crpm_gds *d = crpm_layout_dataset(l, b->gid);
+            const crpm_gds *d = crpm_glayout_dataset(l, b->gid);
             const crpm_array *a = NULL;
             for (int k = 0; k < s->narrs[q]; k++)
                 if (s->arrs[q][k].id == b->id)
@@ -685,7 +685,7 @@ static int settle(crpm_ctx *ctx, crpm_rs_restart *s, const int *node_of, crpm_rs
         for (int i = 0; i < s->nl4f; i++)
             l4[i].bad |= i == s->plan.l4;
         for (int q = 0; s->old && q < s->N; q++) {
-            crpm_layout_free(&s->old[q]);
+            crpm_glayout_free(&s->old[q]);
             free(s->arrs[q]);
         }
         free(s->old);
@@ -737,7 +737,7 @@ int crpm_reshape_restart(crpm_ctx *ctx, crpm_verdict *v, const char *l4_path)
         int same = s->plan.kind == CRPM_RS_L4 && s->N == ctx->nranks;
         if (s->plan.kind == CRPM_RS_L1 && s->plan.held_level > r->held_level)
             r->held_level = s->plan.held_level;
-        crpm_layout_free(&r->saved);
+        crpm_glayout_free(&r->saved);
         r->saved = s->merged;
         memset(&s->merged, 0, sizeof s->merged);
         r->have_saved = 1;

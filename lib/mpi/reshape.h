@@ -1,7 +1,7 @@
 /* Restart on another number of ranks (docs/reshape.md).
  *
- * The application's global layout (format/layout.h) travels with every
- * checkpoint in the region CRPM_ID_LAYOUT.  When crpm_init finds the newest
+ * The application's global layout (format/glayout.h) travels with every
+ * checkpoint in the region CRPM_ID_GLAYOUT.  When crpm_init finds the newest
  * checkpoint written by another number of ranks (or only an older rank
  * count's files next to containers that never completed a checkpoint), the
  * restart is planned here instead of refused:
@@ -33,18 +33,18 @@
 #define CRPM_MPI_RESHAPE_H
 #include "context.h"
 #include "decide.h"
-#include "layout.h"
+#include "glayout.h"
 
 typedef struct crpm_rs_restart crpm_rs_restart; /* reshape.c */
 
 typedef struct crpm_reshape {
     crpm_ctx *ctx;
-    crpm_layout cur;            /* this run's layout as declared */
-    unsigned char *blob;        /* cur serialized: the region CRPM_ID_LAYOUT */
+    crpm_glayout cur;            /* this run's layout as declared */
+    unsigned char *blob;        /* cur serialized: the region CRPM_ID_GLAYOUT */
     size_t blob_len, blob_cap;
     int blob_protected;         /* the region holds cur's blob */
     int region_in_use;          /* the region is among the protected arrays */
-    crpm_layout saved;          /* the restart checkpoint's datasets (crpm_global_dims) */
+    crpm_glayout saved;          /* the restart checkpoint's datasets (crpm_global_dims) */
     int have_saved;
     size_t saved_blob_len;      /* level-1 restart: this rank's saved layout region */
     unsigned char *saved_blob;

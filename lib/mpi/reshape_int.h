@@ -25,10 +25,10 @@ struct crpm_rs_restart {
     crpm_l4g *l4;              /* CRPM_RS_L4: the open file */
     char l4_path[CRPM_PATH_MAX];
     int N;                     /* old rank count */
-    crpm_layout *old;          /* N: each old rank's layout */
+    crpm_glayout *old;          /* N: each old rank's layout */
     crpm_array **arrs;         /* N: each old rank's saved arrays (ptr NULL) */
     int *narrs;
-    crpm_layout merged;        /* the old global datasets */
+    crpm_glayout merged;        /* the old global datasets */
 };
 
 void crpm_rs_restart_free(crpm_rs_restart *s);

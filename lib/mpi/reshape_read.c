@@ -31,14 +31,14 @@ static int same_shape(const crpm_array *a, const crpm_array *b)
 static int check_new(const crpm_reshape *r, const crpm_rs_restart *s, const crpm_array *a, int n, int me,
                      int same)
 {
-    const crpm_layout *cur = &r->cur, *old = &r->saved;
+    const crpm_glayout *cur = &r->cur, *old = &r->saved;
     for (int i = 0; i < n; i++) {
         const crpm_array *x = &a[i];
-        const crpm_subset *b = crpm_layout_subset(cur, x->id);
-        if (x->id == CRPM_ID_LAYOUT)
+        const crpm_subset *b = crpm_glayout_subset(cur, x->id);
+        if (x->id == CRPM_ID_GLAYOUT)
             continue;
         if (b) {
-            const crpm_gds *d = crpm_layout_dataset(cur, b->gid), *o = crpm_layout_dataset(old, b->gid);
+            const crpm_gds *d = crpm_glayout_dataset(cur, b->gid), *o = crpm_glayout_dataset(old, b->gid);
             if (!o)
                 return crpm_error(CRPM_ERR_MISMATCH, "array %d is a box of global dataset %d, which the checkpoint "
                                   "does not hold", x->id, b->gid);
@@ -61,9 +61,9 @@ static int check_new(const crpm_reshape *r, const crpm_rs_restart *s, const crpm
                                   "of global dataset %d has %llu of type %d", x->id, (unsigned long long)x->count,
                                   x->type_code, b->gid, (unsigned long long)crpm_box_volume(b->ndims, b->cnt),
                                   d->type_code);
-        } else if (crpm_layout_replicated(cur, x->id)) {
+        } else if (crpm_glayout_replicated(cur, x->id)) {
             const crpm_array *o = old_array(s, 0, x->id);
-            if (!o || !crpm_layout_replicated(&s->old[0], x->id) || !same_shape(o, x))
+            if (!o || !crpm_glayout_replicated(&s->old[0], x->id) || !same_shape(o, x))
                 return crpm_error(CRPM_ERR_MISMATCH, "replicated array %d: %s", x->id,
                                   o ? "saved with another type or size (or not as replicated)"
                                     : "not in the checkpoint");
@@ -79,16 +79,16 @@ static int check_new(const crpm_reshape *r, const crpm_rs_restart *s, const crpm
         }
     }
     for (int i = 0; i < old->nds; i++)
-        if (!crpm_layout_dataset(cur, old->ds[i].gid))
+        if (!crpm_glayout_dataset(cur, old->ds[i].gid))
             return crpm_error(CRPM_ERR_MISMATCH, "global dataset %d is in the checkpoint but this run does not "
                               "define it", old->ds[i].gid);
     for (int i = 0; i < s->old[0].nrepl; i++)
-        if (!crpm_layout_replicated(cur, s->old[0].repl[i]))
+        if (!crpm_glayout_replicated(cur, s->old[0].repl[i]))
             return crpm_error(CRPM_ERR_MISMATCH, "array %d is saved as replicated but this run does not protect it "
                               "with crpm_protect_replicated", s->old[0].repl[i]);
     for (int i = 0; same && i < s->narrs[me]; i++) {
         int32_t id = s->arrs[me][i].id;
-        int found = id == CRPM_ID_LAYOUT;
+        int found = id == CRPM_ID_GLAYOUT;
         for (int k = 0; k < n && !found; k++)
             found = a[k].id == id;
         if (!found)
@@ -138,7 +138,7 @@ static int build_sources(crpm_ctx *ctx, crpm_rs_restart *s, crpm_rd_box **out, s
     for (int q = 0; q < s->N; q++)
         for (int k = 0; k < s->old[q].nsub; k++, i++) {
             const crpm_subset *x = &s->old[q].sub[k];
-            const crpm_gds *d = crpm_layout_dataset(&s->old[q], x->gid);
+            const crpm_gds *d = crpm_glayout_dataset(&s->old[q], x->gid);
             b[i].rank = s->plan.kind == CRPM_RS_L1 ? s->plan.reader[q] : i % ctx->nranks;
             b[i].gid = x->gid;
             b[i].nd = x->ndims;
@@ -169,7 +169,7 @@ static int build_sources(crpm_ctx *ctx, crpm_rs_restart *s, crpm_rd_box **out, s
 }
 
 /* This run's boxes, on every rank; ptrs for this rank's. */
-static int build_dests(crpm_ctx *ctx, const crpm_layout *cur, const crpm_array *a, int n, crpm_rd_box **out,
+static int build_dests(crpm_ctx *ctx, const crpm_glayout *cur, const crpm_array *a, int n, crpm_rd_box **out,
                        int *nout, void ***ptrs)
 {
     crpm_rd_box *mine = calloc((size_t)cur->nsub + 1, sizeof *mine);
@@ -178,7 +178,7 @@ static int build_dests(crpm_ctx *ctx, const crpm_layout *cur, const crpm_array *
     int m = 0;
     for (int i = 0; rc == 0 && i < cur->nsub; i++) {
         const crpm_subset *x = &cur->sub[i];
-        const crpm_gds *d = crpm_layout_dataset(cur, x->gid);
+        const crpm_gds *d = crpm_glayout_dataset(cur, x->gid);
         void *p = NULL;
         for (int k = 0; k < n; k++)
             if (a[k].id == x->id)
@@ -198,7 +198,7 @@ static int build_dests(crpm_ctx *ctx, const crpm_layout *cur, const crpm_array *
 /* Each of this rank's boxes must be covered exactly once by the saved ones. */
 static int check_cover(int me, const crpm_rd_box *src, int nsrc, const crpm_rd_box *dst, int ndst)
 {
-    uint64_t oi[CRPM_LAYOUT_MAX_DIMS], ci[CRPM_LAYOUT_MAX_DIMS];
+    uint64_t oi[CRPM_GLAYOUT_MAX_DIMS], ci[CRPM_GLAYOUT_MAX_DIMS];
     for (int i = 0; i < ndst; i++) {
         if (dst[i].rank != me)
             continue;
@@ -222,8 +222,8 @@ static int copy_rest(crpm_ctx *ctx, crpm_rs_restart *s, const crpm_array *a, int
     for (int i = 0; i < n && rc == 0; i++) {
         const crpm_array *x = &a[i];
         uint64_t bytes = crpm_array_bytes(x);
-        int repl = crpm_layout_replicated(&ctx->reshape->cur, x->id);
-        if (x->id == CRPM_ID_LAYOUT || crpm_layout_subset(&ctx->reshape->cur, x->id) || (!repl && !same) || !bytes)
+        int repl = crpm_glayout_replicated(&ctx->reshape->cur, x->id);
+        if (x->id == CRPM_ID_GLAYOUT || crpm_glayout_subset(&ctx->reshape->cur, x->id) || (!repl && !same) || !bytes)
             continue;
         if (s->plan.kind == CRPM_RS_L4) {
             rc = crpm_agree(ctx->comm, ctx->rank, crpm_l4g_rank_read(s->l4, repl ? 0 : ctx->rank, x->id, x->ptr, bytes),

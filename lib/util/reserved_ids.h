@@ -4,7 +4,7 @@
  * container can never collide with an application's array.
  *
  *   [CRPM_RESERVED_ID_MIN, CRPM_RESERVED_ID_MAX]   the whole reserved range
- *   CRPM_ID_LAYOUT   the global layout (datasets, subsets, replicated
+ *   CRPM_ID_GLAYOUT   the global layout (datasets, subsets, replicated
  *                    arrays) of a rank, lib/mpi/reshape.h; sub-range
  *                    CRPM_RESERVED_ID_MIN + 0x1000 .. + 0x10ff is reshape's
  *
@@ -17,7 +17,7 @@
 #define CRPM_RESERVED_ID_MIN INT32_MIN
 #define CRPM_RESERVED_ID_MAX (INT32_MIN + 0xffff)
 
-#define CRPM_ID_LAYOUT (CRPM_RESERVED_ID_MIN + 0x1000)
+#define CRPM_ID_GLAYOUT (CRPM_RESERVED_ID_MIN + 0x1000)
 
 static inline int crpm_id_reserved(int32_t id) { return id >= CRPM_RESERVED_ID_MIN && id <= CRPM_RESERVED_ID_MAX; }
 

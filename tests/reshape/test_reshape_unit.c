@@ -7,52 +7,52 @@
 #include "check.h"
 #include "crpm_types.h"
 #include "error.h"
-#include "layout.h"
+#include "glayout.h"
 #include "redist.h"
 #include "reshape_plan.h"
 
 static void test_layout(void)
 {
-    crpm_layout l = {0}, p = {0};
+    crpm_glayout l = {0}, p = {0};
     int64_t d2[2] = {40, 30}, d3[3] = {5, 6, 7}, off[3] = {10, 0, 0}, cnt[3] = {20, 30, 0};
-    CHECK(crpm_layout_define(&l, 1, 2, d2, CRPM_TC_DOUBLE, 8, "temp") == 0);
-    CHECK(crpm_layout_define(&l, -4, 3, d3, CRPM_TC_INT, 4, NULL) == 0);
-    CHECK(crpm_layout_define(&l, 2, 0, d2, CRPM_TC_INT, 4, NULL) == CRPM_ERR_INVAL);
-    CHECK(crpm_layout_define(&l, 2, 1, d2, CRPM_TC_INT, 4, "a/b") == CRPM_ERR_INVAL);
-    CHECK(crpm_layout_define(&l, 2, 1, d2, CRPM_TC_INT, 4, "rank_3") == CRPM_ERR_INVAL);
-    CHECK(crpm_layout_define(&l, 2, 1, d2, CRPM_TC_INT, 4, "temp") == CRPM_ERR_INVAL, "a name twice");
-    CHECK(crpm_layout_add_subset(&l, 1, 11, off, cnt) == 0);
-    CHECK(crpm_layout_add_subset(&l, 9, 12, off, cnt) == CRPM_ERR_INVAL, "undefined dataset");
+    CHECK(crpm_glayout_define(&l, 1, 2, d2, CRPM_TC_DOUBLE, 8, "temp") == 0);
+    CHECK(crpm_glayout_define(&l, -4, 3, d3, CRPM_TC_INT, 4, NULL) == 0);
+    CHECK(crpm_glayout_define(&l, 2, 0, d2, CRPM_TC_INT, 4, NULL) == CRPM_ERR_INVAL);
+    CHECK(crpm_glayout_define(&l, 2, 1, d2, CRPM_TC_INT, 4, "a/b") == CRPM_ERR_INVAL);
+    CHECK(crpm_glayout_define(&l, 2, 1, d2, CRPM_TC_INT, 4, "rank_3") == CRPM_ERR_INVAL);
+    CHECK(crpm_glayout_define(&l, 2, 1, d2, CRPM_TC_INT, 4, "temp") == CRPM_ERR_INVAL, "a name twice");
+    CHECK(crpm_glayout_add_subset(&l, 1, 11, off, cnt) == 0);
+    CHECK(crpm_glayout_add_subset(&l, 9, 12, off, cnt) == CRPM_ERR_INVAL, "undefined dataset");
     int64_t far[2] = {30, 0}, big[2] = {11, 30};
-    CHECK(crpm_layout_add_subset(&l, 1, 12, far, big) == CRPM_ERR_RANGE, "box outside the dataset");
+    CHECK(crpm_glayout_add_subset(&l, 1, 12, far, big) == CRPM_ERR_RANGE, "box outside the dataset");
     int64_t o3[3] = {1, 2, 3}, c3[3] = {4, 4, 4};
-    CHECK(crpm_layout_add_subset(&l, -4, 12, o3, c3) == 0);
-    CHECK(crpm_layout_add_replicated(&l, 0) == 0 && crpm_layout_add_replicated(&l, 5) == 0);
-    CHECK(crpm_layout_add_replicated(&l, 12) == 0 && !crpm_layout_subset(&l, 12), "replicated replaces a box");
-    CHECK(crpm_layout_add_subset(&l, -4, 12, o3, c3) == 0 && !crpm_layout_replicated(&l, 12));
-    size_t n = crpm_layout_serialize(&l, NULL, 0);
+    CHECK(crpm_glayout_add_subset(&l, -4, 12, o3, c3) == 0);
+    CHECK(crpm_glayout_add_replicated(&l, 0) == 0 && crpm_glayout_add_replicated(&l, 5) == 0);
+    CHECK(crpm_glayout_add_replicated(&l, 12) == 0 && !crpm_glayout_subset(&l, 12), "replicated replaces a box");
+    CHECK(crpm_glayout_add_subset(&l, -4, 12, o3, c3) == 0 && !crpm_glayout_replicated(&l, 12));
+    size_t n = crpm_glayout_serialize(&l, NULL, 0);
     unsigned char *b = malloc(n);
-    REQUIRE(b && crpm_layout_serialize(&l, b, n) == n);
-    CHECK(crpm_layout_parse(b, n, &p, "test") == 0);
+    REQUIRE(b && crpm_glayout_serialize(&l, b, n) == n);
+    CHECK(crpm_glayout_parse(b, n, &p, "test") == 0);
     CHECK(p.nds == 2 && p.nsub == 2 && p.nrepl == 2);
     for (int i = 0; i < l.nds; i++)
-        CHECK(crpm_gds_same(&l.ds[i], crpm_layout_dataset(&p, l.ds[i].gid)) &&
-              strcmp(l.ds[i].name, crpm_layout_dataset(&p, l.ds[i].gid)->name) == 0);
-    const crpm_subset *s = crpm_layout_subset(&p, 12);
+        CHECK(crpm_gds_same(&l.ds[i], crpm_glayout_dataset(&p, l.ds[i].gid)) &&
+              strcmp(l.ds[i].name, crpm_glayout_dataset(&p, l.ds[i].gid)->name) == 0);
+    const crpm_subset *s = crpm_glayout_subset(&p, 12);
     CHECK(s && s->gid == -4 && s->off[2] == 3 && s->cnt[1] == 4);
-    CHECK(crpm_layout_replicated(&p, 5) && !crpm_layout_replicated(&p, 11));
-    crpm_layout_free(&p);
+    CHECK(crpm_glayout_replicated(&p, 5) && !crpm_glayout_replicated(&p, 11));
+    crpm_glayout_free(&p);
     for (size_t k = 0; k < n; k += 7) { /* any damaged byte is found */
         b[k] ^= 0x40;
-        int rc = crpm_layout_parse(b, n, &p, "test");
+        int rc = crpm_glayout_parse(b, n, &p, "test");
         CHECK(rc == CRPM_ERR_CORRUPT || rc == CRPM_ERR_VERSION, "byte %zu flipped: %d", k, rc);
-        crpm_layout_free(&p);
+        crpm_glayout_free(&p);
         b[k] ^= 0x40;
     }
-    CHECK(crpm_layout_parse(b, n - 8, &p, "test") == CRPM_ERR_CORRUPT, "truncated");
-    crpm_layout_free(&p);
+    CHECK(crpm_glayout_parse(b, n - 8, &p, "test") == CRPM_ERR_CORRUPT, "truncated");
+    crpm_glayout_free(&p);
     free(b);
-    crpm_layout_free(&l);
+    crpm_glayout_free(&l);
     uint64_t oa[2] = {0, 5}, ca[2] = {10, 10}, ob[2] = {4, 0}, cb[2] = {10, 7}, oi[2], ci[2];
     CHECK(crpm_box_intersect(2, oa, ca, ob, cb, oi, ci) == 12 && oi[0] == 4 && oi[1] == 5 && ci[0] == 6 && ci[1] == 2);
     ob[1] = 15;
@@ -101,7 +101,7 @@ static void test_runs(void)
         pairs got = {0}, want = {0};
         uint64_t n = crpm_rd_runs(&s, &d, e0, e1, add_run, &got);
         for (uint64_t e = e0; e < e1; e++) {
-            uint64_t g[CRPM_LAYOUT_MAX_DIMS], r = e, lin = 0;
+            uint64_t g[CRPM_GLAYOUT_MAX_DIMS], r = e, lin = 0;
             int in = 1;
             for (int k = nd - 1; k >= 0; k--) {
                 g[k] = s.off[k] + r % s.cnt[k];

@@ -5,10 +5,10 @@
  * (crpm_protect_replicated).  Boxes are row-major (C order), offsets and
  * counts in elements.
  *
- * Each rank's layout travels with its checkpoint as the region CRPM_ID_LAYOUT
+ * Each rank's layout travels with its checkpoint as the region CRPM_ID_GLAYOUT
  * (util/reserved_ids.h) in its serialized form below, so every level stores
  * it with the data (levels 2 and 3 copy the container, level 4 writes it as
- * the rank's dataset id_<CRPM_ID_LAYOUT>).  Serialized form (little-endian):
+ * the rank's dataset id_<CRPM_ID_GLAYOUT>).  Serialized form (little-endian):
  *
  *   "CRPMLAYT", u32 version (1), u32 ndatasets, u32 nsubsets, u32 nreplicated,
  *   u32 crc (CRC32C of the whole blob with this field 0), u32 0, then
@@ -23,57 +23,57 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CRPM_LAYOUT_MAX_DIMS 32
-#define CRPM_LAYOUT_NAME_MAX 256
-#define CRPM_LAYOUT_MAGIC "CRPMLAYT"
-#define CRPM_LAYOUT_VERSION 1u
+#define CRPM_GLAYOUT_MAX_DIMS 32
+#define CRPM_GLAYOUT_NAME_MAX 256
+#define CRPM_GLAYOUT_MAGIC "CRPMLAYT"
+#define CRPM_GLAYOUT_VERSION 1u
 
 typedef struct crpm_gds {
     int32_t gid;
     int32_t ndims;
     int32_t type_code;
     uint64_t elem_size;
-    uint64_t dims[CRPM_LAYOUT_MAX_DIMS];
-    char name[CRPM_LAYOUT_NAME_MAX];   /* "" = none given */
+    uint64_t dims[CRPM_GLAYOUT_MAX_DIMS];
+    char name[CRPM_GLAYOUT_NAME_MAX];   /* "" = none given */
 } crpm_gds;
 
 typedef struct crpm_subset {
     int32_t id;                         /* the protected array holding the box */
     int32_t gid;
     int32_t ndims;
-    uint64_t off[CRPM_LAYOUT_MAX_DIMS];
-    uint64_t cnt[CRPM_LAYOUT_MAX_DIMS];
+    uint64_t off[CRPM_GLAYOUT_MAX_DIMS];
+    uint64_t cnt[CRPM_GLAYOUT_MAX_DIMS];
 } crpm_subset;
 
-typedef struct crpm_layout {
+typedef struct crpm_glayout {
     crpm_gds *ds;
     int nds, cap_ds;
     crpm_subset *sub;
     int nsub, cap_sub;
     int32_t *repl;
     int nrepl, cap_repl;
-} crpm_layout;
+} crpm_glayout;
 
-void crpm_layout_free(crpm_layout *l);
-int crpm_layout_empty(const crpm_layout *l);
-const crpm_gds *crpm_layout_dataset(const crpm_layout *l, int32_t gid);
-const crpm_subset *crpm_layout_subset(const crpm_layout *l, int32_t id);
-int crpm_layout_replicated(const crpm_layout *l, int32_t id);
+void crpm_glayout_free(crpm_glayout *l);
+int crpm_glayout_empty(const crpm_glayout *l);
+const crpm_gds *crpm_glayout_dataset(const crpm_glayout *l, int32_t gid);
+const crpm_subset *crpm_glayout_subset(const crpm_glayout *l, int32_t id);
+int crpm_glayout_replicated(const crpm_glayout *l, int32_t id);
 
 /* Declares (or redefines) dataset gid; checks the arguments.  name may be
  * NULL.  CRPM_ERR_INVAL / CRPM_ERR_RANGE / CRPM_ERR_NOMEM with a message. */
-int crpm_layout_define(crpm_layout *l, int32_t gid, int ndims, const int64_t *dims, int32_t type_code,
+int crpm_glayout_define(crpm_glayout *l, int32_t gid, int ndims, const int64_t *dims, int32_t type_code,
                        uint64_t elem_size, const char *name);
 /* Array id holds box off..off+cnt of dataset gid (it replaces an earlier
  * subset or replicated mark of id).  The box must lie inside the dataset. */
-int crpm_layout_add_subset(crpm_layout *l, int32_t gid, int32_t id, const int64_t *off, const int64_t *cnt);
+int crpm_glayout_add_subset(crpm_glayout *l, int32_t gid, int32_t id, const int64_t *off, const int64_t *cnt);
 /* Array id is equal on every rank (replaces a subset of id). */
-int crpm_layout_add_replicated(crpm_layout *l, int32_t id);
+int crpm_glayout_add_replicated(crpm_glayout *l, int32_t id);
 
 /* Serialized size of l; writes it into buf when cap is large enough. */
-size_t crpm_layout_serialize(const crpm_layout *l, void *buf, size_t cap);
+size_t crpm_glayout_serialize(const crpm_glayout *l, void *buf, size_t cap);
 /* Parses a blob (CRPM_ERR_CORRUPT naming `where` when it does not check). */
-int crpm_layout_parse(const void *buf, size_t len, crpm_layout *out, const char *where);
+int crpm_glayout_parse(const void *buf, size_t len, crpm_glayout *out, const char *where);
 /* 1 when a and b describe the same dataset (gid, ndims, dims, type). */
 int crpm_gds_same(const crpm_gds *a, const crpm_gds *b);
 

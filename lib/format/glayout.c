@@ -3,9 +3,9 @@
 #include <string.h>
 #include "crc32c.h"
 #include "error.h"
-#include "layout.h"
+#include "glayout.h"
 
-void crpm_layout_free(crpm_layout *l)
+void crpm_glayout_free(crpm_glayout *l)
 {
     free(l->ds);
     free(l->sub);
@@ -13,9 +13,9 @@ void crpm_layout_free(crpm_layout *l)
     memset(l, 0, sizeof *l);
 }
 
-int crpm_layout_empty(const crpm_layout *l) { return l->nds == 0 && l->nsub == 0 && l->nrepl == 0; }
+int crpm_glayout_empty(const crpm_glayout *l) { return l->nds == 0 && l->nsub == 0 && l->nrepl == 0; }
 
-const crpm_gds *crpm_layout_dataset(const crpm_layout *l, int32_t gid)
+const crpm_gds *crpm_glayout_dataset(const crpm_glayout *l, int32_t gid)
 {
     for (int i = 0; i < l->nds; i++)
         if (l->ds[i].gid == gid)
@@ -23,7 +23,7 @@ const crpm_gds *crpm_layout_dataset(const crpm_layout *l, int32_t gid)
     return NULL;
 }
 
-const crpm_subset *crpm_layout_subset(const crpm_layout *l, int32_t id)
+const crpm_subset *crpm_glayout_subset(const crpm_glayout *l, int32_t id)
 {
     for (int i = 0; i < l->nsub; i++)
         if (l->sub[i].id == id)
@@ -31,7 +31,7 @@ const crpm_subset *crpm_layout_subset(const crpm_layout *l, int32_t id)
     return NULL;
 }
 
-int crpm_layout_replicated(const crpm_layout *l, int32_t id)
+int crpm_glayout_replicated(const crpm_glayout *l, int32_t id)
 {
     for (int i = 0; i < l->nrepl; i++)
         if (l->repl[i] == id)
@@ -53,15 +53,15 @@ static int grow(void **v, int n, int *cap, size_t size)
     return CRPM_SUCCESS;
 }
 
-int crpm_layout_define(crpm_layout *l, int32_t gid, int ndims, const int64_t *dims, int32_t type_code,
+int crpm_glayout_define(crpm_glayout *l, int32_t gid, int ndims, const int64_t *dims, int32_t type_code,
                        uint64_t elem_size, const char *name)
 {
-    if (ndims < 1 || ndims > CRPM_LAYOUT_MAX_DIMS || !dims)
+    if (ndims < 1 || ndims > CRPM_GLAYOUT_MAX_DIMS || !dims)
         return crpm_error(CRPM_ERR_INVAL, "global dataset %d: %d dimensions (1 to %d, with their sizes)", gid, ndims,
-                          CRPM_LAYOUT_MAX_DIMS);
-    if (name && strlen(name) >= CRPM_LAYOUT_NAME_MAX)
+                          CRPM_GLAYOUT_MAX_DIMS);
+    if (name && strlen(name) >= CRPM_GLAYOUT_NAME_MAX)
         return crpm_error(CRPM_ERR_INVAL, "global dataset %d: name longer than %d characters", gid,
-                          CRPM_LAYOUT_NAME_MAX - 1);
+                          CRPM_GLAYOUT_NAME_MAX - 1);
     if (name && (strchr(name, '/') || strcmp(name, ".") == 0 || strncmp(name, "rank_", 5) == 0 ||
                  strncmp(name, "crpm_", 5) == 0 || strncmp(name, "global_", 7) == 0))
         return crpm_error(CRPM_ERR_INVAL, "global dataset %d: name '%s' must not contain '/' nor start with "
@@ -80,7 +80,7 @@ int crpm_layout_define(crpm_layout *l, int32_t gid, int ndims, const int64_t *di
             return crpm_error(CRPM_ERR_RANGE, "global dataset %d: its size overflows", gid);
         vol *= dims[k] ? (uint64_t)dims[k] : 1;
     }
-    crpm_gds *d = (crpm_gds *)crpm_layout_dataset(l, gid);
+    crpm_gds *d = (crpm_gds *)crpm_glayout_dataset(l, gid);
     if (!d) {
         int rc = grow((void **)&l->ds, l->nds, &l->cap_ds, sizeof *l->ds);
         if (rc)
@@ -99,7 +99,7 @@ int crpm_layout_define(crpm_layout *l, int32_t gid, int ndims, const int64_t *di
     return CRPM_SUCCESS;
 }
 
-static void drop_subset(crpm_layout *l, int32_t id)
+static void drop_subset(crpm_glayout *l, int32_t id)
 {
     for (int i = 0; i < l->nsub; i++)
         if (l->sub[i].id == id) {
@@ -109,7 +109,7 @@ static void drop_subset(crpm_layout *l, int32_t id)
         }
 }
 
-static void drop_replicated(crpm_layout *l, int32_t id)
+static void drop_replicated(crpm_glayout *l, int32_t id)
 {
     for (int i = 0; i < l->nrepl; i++)
         if (l->repl[i] == id) {
@@ -118,9 +118,9 @@ static void drop_replicated(crpm_layout *l, int32_t id)
         }
 }
 
-int crpm_layout_add_subset(crpm_layout *l, int32_t gid, int32_t id, const int64_t *off, const int64_t *cnt)
+int crpm_glayout_add_subset(crpm_glayout *l, int32_t gid, int32_t id, const int64_t *off, const int64_t *cnt)
 {
-    const crpm_gds *d = crpm_layout_dataset(l, gid);
+    const crpm_gds *d = crpm_glayout_dataset(l, gid);
     if (!d)
         return crpm_error(CRPM_ERR_INVAL, "array %d: global dataset %d is not defined (crpm_define_global first)", id,
                           gid);
@@ -148,10 +148,10 @@ int crpm_layout_add_subset(crpm_layout *l, int32_t gid, int32_t id, const int64_
     return CRPM_SUCCESS;
 }
 
-int crpm_layout_add_replicated(crpm_layout *l, int32_t id)
+int crpm_glayout_add_replicated(crpm_glayout *l, int32_t id)
 {
     drop_subset(l, id);
-    if (crpm_layout_replicated(l, id))
+    if (crpm_glayout_replicated(l, id))
         return CRPM_SUCCESS;
     int rc = grow((void **)&l->repl, l->nrepl, &l->cap_repl, sizeof *l->repl);
     if (rc)
@@ -174,7 +174,7 @@ int crpm_gds_same(const crpm_gds *a, const crpm_gds *b)
 #define HDR 32u
 static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-size_t crpm_layout_serialize(const crpm_layout *l, void *buf, size_t cap)
+size_t crpm_glayout_serialize(const crpm_glayout *l, void *buf, size_t cap)
 {
     size_t n = HDR;
     for (int i = 0; i < l->nds; i++)
@@ -186,8 +186,8 @@ size_t crpm_layout_serialize(const crpm_layout *l, void *buf, size_t cap)
         return n;
     unsigned char *p = buf;
     memset(p, 0, n);
-    uint32_t h[6] = {CRPM_LAYOUT_VERSION, (uint32_t)l->nds, (uint32_t)l->nsub, (uint32_t)l->nrepl, 0, 0};
-    memcpy(p, CRPM_LAYOUT_MAGIC, 8);
+    uint32_t h[6] = {CRPM_GLAYOUT_VERSION, (uint32_t)l->nds, (uint32_t)l->nsub, (uint32_t)l->nrepl, 0, 0};
+    memcpy(p, CRPM_GLAYOUT_MAGIC, 8);
     memcpy(p + 8, h, sizeof h);
     size_t o = HDR;
     for (int i = 0; i < l->nds; i++) {
@@ -220,17 +220,17 @@ static int bad(const char *where, const char *why)
     return crpm_error(CRPM_ERR_CORRUPT, "%s: the saved global layout is damaged (%s)", where, why);
 }
 
-int crpm_layout_parse(const void *buf, size_t len, crpm_layout *out, const char *where)
+int crpm_glayout_parse(const void *buf, size_t len, crpm_glayout *out, const char *where)
 {
     memset(out, 0, sizeof *out);
     const unsigned char *p = buf;
     uint32_t h[6];
-    if (len < HDR || memcmp(p, CRPM_LAYOUT_MAGIC, 8) != 0)
+    if (len < HDR || memcmp(p, CRPM_GLAYOUT_MAGIC, 8) != 0)
         return bad(where, "no layout header");
     memcpy(h, p + 8, sizeof h);
-    if (h[0] != CRPM_LAYOUT_VERSION)
+    if (h[0] != CRPM_GLAYOUT_VERSION)
         return crpm_error(CRPM_ERR_VERSION, "%s: global layout version %u, this library reads %u", where, h[0],
-                          CRPM_LAYOUT_VERSION);
+                          CRPM_GLAYOUT_VERSION);
     unsigned char *copy = malloc(len);
     if (!copy)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
@@ -244,51 +244,51 @@ int crpm_layout_parse(const void *buf, size_t len, crpm_layout *out, const char 
     int rc = CRPM_SUCCESS;
     for (uint32_t i = 0; rc == 0 && i < h[1]; i++) {
         int32_t w[4];
-        uint64_t esz, dims[CRPM_LAYOUT_MAX_DIMS];
+        uint64_t esz, dims[CRPM_GLAYOUT_MAX_DIMS];
         if (o + 24 > len)
-            return crpm_layout_free(out), bad(where, "truncated dataset");
+            return crpm_glayout_free(out), bad(where, "truncated dataset");
         memcpy(w, p + o, 16);
         memcpy(&esz, p + o + 16, 8);
-        if (w[1] < 1 || w[1] > CRPM_LAYOUT_MAX_DIMS || w[3] < 0 || w[3] >= CRPM_LAYOUT_NAME_MAX ||
+        if (w[1] < 1 || w[1] > CRPM_GLAYOUT_MAX_DIMS || w[3] < 0 || w[3] >= CRPM_GLAYOUT_NAME_MAX ||
             o + 24 + 8 * (size_t)w[1] + pad8((size_t)w[3]) > len)
-            return crpm_layout_free(out), bad(where, "bad dataset record");
+            return crpm_glayout_free(out), bad(where, "bad dataset record");
         memcpy(dims, p + o + 24, 8 * (size_t)w[1]);
         o += 24 + 8 * (size_t)w[1];
-        char name[CRPM_LAYOUT_NAME_MAX];
+        char name[CRPM_GLAYOUT_NAME_MAX];
         memcpy(name, p + o, (size_t)w[3]);
         name[w[3]] = '\0';
         o += pad8((size_t)w[3]);
-        int64_t sd[CRPM_LAYOUT_MAX_DIMS];
+        int64_t sd[CRPM_GLAYOUT_MAX_DIMS];
         for (int k = 0; k < w[1]; k++)
             sd[k] = dims[k] > (uint64_t)INT64_MAX ? -1 : (int64_t)dims[k];
-        rc = crpm_layout_define(out, w[0], w[1], sd, w[2], esz, name);
+        rc = crpm_glayout_define(out, w[0], w[1], sd, w[2], esz, name);
     }
     for (uint32_t i = 0; rc == 0 && i < h[2]; i++) {
         int32_t w[4];
         if (o + 16 > len)
-            return crpm_layout_free(out), bad(where, "truncated subset");
+            return crpm_glayout_free(out), bad(where, "truncated subset");
         memcpy(w, p + o, 16);
-        if (w[2] < 1 || w[2] > CRPM_LAYOUT_MAX_DIMS || o + 16 + 16 * (size_t)w[2] > len)
-            return crpm_layout_free(out), bad(where, "bad subset record");
-        int64_t off[CRPM_LAYOUT_MAX_DIMS], cnt[CRPM_LAYOUT_MAX_DIMS];
+        if (w[2] < 1 || w[2] > CRPM_GLAYOUT_MAX_DIMS || o + 16 + 16 * (size_t)w[2] > len)
+            return crpm_glayout_free(out), bad(where, "bad subset record");
+        int64_t off[CRPM_GLAYOUT_MAX_DIMS], cnt[CRPM_GLAYOUT_MAX_DIMS];
         memcpy(off, p + o + 16, 8 * (size_t)w[2]);
         memcpy(cnt, p + o + 16 + 8 * (size_t)w[2], 8 * (size_t)w[2]);
         o += 16 + 16 * (size_t)w[2];
-        const crpm_gds *d = crpm_layout_dataset(out, w[1]);
+        const crpm_gds *d = crpm_glayout_dataset(out, w[1]);
         if (!d || d->ndims != w[2])
-            return crpm_layout_free(out), bad(where, "subset of an unknown dataset");
-        rc = crpm_layout_add_subset(out, w[1], w[0], off, cnt);
+            return crpm_glayout_free(out), bad(where, "subset of an unknown dataset");
+        rc = crpm_glayout_add_subset(out, w[1], w[0], off, cnt);
     }
     if (rc == 0 && o + 4 * (size_t)h[3] > len)
-        return crpm_layout_free(out), bad(where, "truncated replicated list");
+        return crpm_glayout_free(out), bad(where, "truncated replicated list");
     for (uint32_t i = 0; rc == 0 && i < h[3]; i++) {
         int32_t id;
         memcpy(&id, p + o + 4 * i, 4);
-        rc = crpm_layout_add_replicated(out, id);
+        rc = crpm_glayout_add_replicated(out, id);
     }
     if (rc != 0) {
         int code = rc == CRPM_ERR_NOMEM ? rc : CRPM_ERR_CORRUPT;
-        crpm_layout_free(out);
+        crpm_glayout_free(out);
         return code == rc ? rc : bad(where, "inconsistent records");
     }
     return CRPM_SUCCESS;
