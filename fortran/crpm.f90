@@ -78,6 +78,8 @@ module crpm
   integer, parameter, public :: CRPM_STATUS_L2    = 2
   integer, parameter, public :: CRPM_STATUS_L3    = 3
   integer, parameter, public :: CRPM_STATUS_L4    = 4
+  integer, parameter, public :: CRPM_STATUS_RESHAPED = 16
+  integer, parameter, public :: CRPM_MAX_DIMS = 32
 
   integer, parameter, public :: CRPM_SNAP_NONE         = 0
   integer, parameter, public :: CRPM_SNAP_RECOVERED    = 1
@@ -112,7 +114,8 @@ module crpm
 
   public :: crpm_init, crpm_protect, crpm_protect_bytes, crpm_status, crpm_recover, &
        crpm_checkpoint, crpm_snapshot, crpm_should_exit, crpm_finalize, crpm_strerror, &
-       crpm_last_error, crpm_get_stats
+       crpm_last_error, crpm_get_stats, crpm_define_global, crpm_add_subset, crpm_protect_replicated, &
+       crpm_global_dims
 
   !> crpm_protect(id, array, ierr): any intrinsic kind listed above, any rank.
   interface crpm_protect
@@ -120,7 +123,53 @@ module crpm
           protect_r4, protect_r8, protect_c4, protect_c8, protect_l, protect_lc
   end interface crpm_protect
 
+  !> Global datasets (restart on another number of ranks, docs/reshape.md).
+  !> Dimensions, offsets and counts are in Fortran order (the first index
+  !> varies fastest) and offsets count from 0, as in HDF5's Fortran API; the
+  !> library stores them in C order, so a level-4 file shows the dataset
+  !> with its dimensions reversed, as HDF5 shows any Fortran array.
+  !>   call crpm_define_global(gid, dims, mold, ierr [, name])  mold: a variable of the element type
+  !>   call crpm_add_subset(gid, id, offset, count, ierr)
+  !>   call crpm_protect_replicated(id, array, ierr)
+  !>   call crpm_global_dims(gid, dims, ndims)                   ndims < 0: an error code
+  interface crpm_define_global
+     module procedure define_global_i4, define_global_i8
+  end interface crpm_define_global
+  interface crpm_add_subset
+     module procedure add_subset_i4, add_subset_i8
+  end interface crpm_add_subset
+
   interface
+     function c_define_global(gid, nd, dims, mold, name) bind(C, name='crpm_f_define_global') result(rc)
+       import :: c_int, c_int64_t, c_char
+       integer(c_int), value :: gid, nd
+       integer(c_int64_t), intent(in) :: dims(*)
+       type(*), dimension(..), intent(in) :: mold
+       character(kind=c_char), dimension(*), intent(in) :: name
+       integer(c_int) :: rc
+     end function c_define_global
+
+     function c_add_subset(gid, id, off, cnt) bind(C, name='crpm_add_subset') result(rc)
+       import :: c_int, c_int64_t
+       integer(c_int), value :: gid, id
+       integer(c_int64_t), intent(in) :: off(*), cnt(*)
+       integer(c_int) :: rc
+     end function c_add_subset
+
+     function c_protect_replicated(id, a) bind(C, name='crpm_f_protect_replicated') result(rc)
+       import :: c_int
+       integer(c_int), value :: id
+       type(*), dimension(..), intent(in) :: a
+       integer(c_int) :: rc
+     end function c_protect_replicated
+
+     function c_global_dims(gid, dims) bind(C, name='crpm_global_dims') result(rc)
+       import :: c_int, c_int64_t
+       integer(c_int), value :: gid
+       integer(c_int64_t), intent(out) :: dims(*)
+       integer(c_int) :: rc
+     end function c_global_dims
+
      function c_init(config, comm) bind(C, name='crpm_f_init') result(rc)
        import :: c_char, c_int
        character(kind=c_char), dimension(*), intent(in) :: config
@@ -287,6 +336,94 @@ contains
     if (ierr /= CRPM_SUCCESS) return
     call protect_common(id, array, t, ierr)
   end subroutine crpm_protect_bytes
+
+  ! ---- global datasets ---------------------------------------------------------
+
+  subroutine define_global_i8(gid, dims, mold, ierr, name)
+    integer, intent(in) :: gid
+    integer(int64), intent(in) :: dims(:)
+    type(*), dimension(..), intent(in) :: mold
+    integer, intent(out) :: ierr
+    character(len=*), intent(in), optional :: name
+    integer(c_int64_t) :: c(max(size(dims), 1))
+    integer :: k, n
+    n = size(dims)
+    do k = 1, n
+       c(k) = dims(n + 1 - k)
+    end do
+    if (present(name)) then
+       ierr = track(c_define_global(int(gid, c_int), int(n, c_int), c, mold, trim(name)//c_null_char))
+    else
+       ierr = track(c_define_global(int(gid, c_int), int(n, c_int), c, mold, c_null_char))
+    end if
+  end subroutine define_global_i8
+
+  subroutine define_global_i4(gid, dims, mold, ierr, name)
+    integer, intent(in) :: gid
+    integer(int32), intent(in) :: dims(:)
+    type(*), dimension(..), intent(in) :: mold
+    integer, intent(out) :: ierr
+    character(len=*), intent(in), optional :: name
+    call define_global_i8(gid, int(dims, int64), mold, ierr, name)
+  end subroutine define_global_i4
+
+  subroutine add_subset_i8(gid, id, offset, count, ierr)
+    integer, intent(in) :: gid, id
+    integer(int64), intent(in) :: offset(:), count(:)
+    integer, intent(out) :: ierr
+    integer(c_int64_t) :: o(max(size(offset), 1)), c(max(size(count), 1))
+    integer :: k, n
+    n = size(offset)
+    if (size(count) /= n) then
+       binding_msg = 'crpm_add_subset: offset and count have different sizes'
+       ierr = CRPM_ERR_INVAL
+       return
+    end if
+    do k = 1, n
+       o(k) = offset(n + 1 - k)
+       c(k) = count(n + 1 - k)
+    end do
+    ierr = track(c_add_subset(int(gid, c_int), int(id, c_int), o, c))
+  end subroutine add_subset_i8
+
+  subroutine add_subset_i4(gid, id, offset, count, ierr)
+    integer, intent(in) :: gid, id
+    integer(int32), intent(in) :: offset(:), count(:)
+    integer, intent(out) :: ierr
+    call add_subset_i8(gid, id, int(offset, int64), int(count, int64), ierr)
+  end subroutine add_subset_i4
+
+  !> Any intrinsic kind or derived type, any rank, contiguous (as crpm_protect).
+  subroutine crpm_protect_replicated(id, array, ierr)
+    integer, intent(in) :: id
+    type(*), dimension(..), target, intent(inout) :: array
+    integer, intent(out) :: ierr
+    if (.not. is_contiguous(array)) then
+       binding_msg = 'crpm_protect_replicated: the array is not contiguous'
+       ierr = CRPM_ERR_INVAL
+       return
+    end if
+    ierr = track(c_protect_replicated(int(id, c_int), array))
+  end subroutine crpm_protect_replicated
+
+  !> dims(1:ndims) in Fortran order; dims must have room for them.
+  subroutine crpm_global_dims(gid, dims, ndims)
+    integer, intent(in) :: gid
+    integer(int64), intent(out) :: dims(:)
+    integer, intent(out) :: ndims
+    integer(c_int64_t) :: c(CRPM_MAX_DIMS)
+    integer :: k
+    ndims = track(c_global_dims(int(gid, c_int), c))
+    if (ndims < 0) return
+    if (ndims > size(dims)) then
+       binding_msg = 'crpm_global_dims: dims has room for fewer dimensions than the dataset has'
+       ndims = CRPM_ERR_RANGE
+       return
+    end if
+    do k = 1, ndims
+       dims(k) = c(ndims + 1 - k)
+    end do
+  end subroutine crpm_global_dims
 
   ! ---- specific procedures of the generic crpm_protect --------------------
 

@@ -56,7 +56,8 @@ extern "C" {
  *   checkpoints: CRPM_ERR_CORRUPT, CRPM_ERR_VERSION, CRPM_ERR_FORMAT,
  *   CRPM_ERR_TRUNCATED, CRPM_ERR_GEOMETRY (segment/block size differ from the
  *   config), CRPM_ERR_IDENTITY (another job's container, or a parity
- *   container under a container's name), CRPM_ERR_NRANKS (written by another rank count),
+ *   container under a container's name), CRPM_ERR_NRANKS (written by another rank count and
+ *   holding per-rank state: arrays outside any global dataset),
  *   CRPM_ERR_MISSING (some ranks' containers are gone), CRPM_ERR_EPOCH (ranks
  *   hold checkpoints that cannot be reconciled), CRPM_ERR_HDF5 (level 4). */
 CRPM_API int crpm_init(const char *config_file, MPI_Comm comm);
@@ -70,18 +71,23 @@ CRPM_API int crpm_init(const char *config_file, MPI_Comm comm);
 CRPM_API int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type);
 
 /* Local: CRPM_STATUS_FRESH, CRPM_STATUS_L1, CRPM_STATUS_L2 (level 1 rebuilt
- * from partner copies), CRPM_STATUS_L3 (rebuilt from level-3 parity) or
- * CRPM_STATUS_L4, decided at init and the same on every rank; CRPM_STATUS_Ln
- * is n, the level the restart comes from.  Recover only when the result is > 0.
+ * from partner copies), CRPM_STATUS_L3 (rebuilt from level-3 parity),
+ * CRPM_STATUS_L4 (CRPM_STATUS_Ln is n, the level the restart comes from) or
+ * CRPM_STATUS_RESHAPED (written by another number of ranks: protect and
+ * describe this run's boxes, then recover; see crpm_define_global), decided
+ * at init and the same on every rank.  Recover only when the result is > 0.
  * Errors: CRPM_ERR_STATE (before init). */
 CRPM_API int crpm_status(void);
 
 /* Collective: restore every protected array from the checkpoint all ranks
- * agreed on at init (or the last one taken since).
+ * agreed on at init (or the last one taken since).  After a restart on
+ * another number of ranks, the boxes this run declared are filled from the
+ * saved ones over MPI and replicated arrays from old rank 0's.
  * Errors: CRPM_ERR_STATE (before init, or after a failed checkpoint left the
  *   container in an unknown state), CRPM_ERR_NOCKPT (fresh start),
  *   CRPM_ERR_MISMATCH (protected ids, element sizes or counts differ from the
- *   saved ones), CRPM_ERR_CORRUPT, CRPM_ERR_IO, CRPM_ERR_HDF5 (level 4). */
+ *   saved ones; another global layout, or boxes the saved ones do not cover
+ *   exactly), CRPM_ERR_CORRUPT, CRPM_ERR_IO, CRPM_ERR_HDF5 (level 4). */
 CRPM_API int crpm_recover(void);
 
 /* Collective: take a checkpoint at `level` (CRPM_L1, CRPM_L2, CRPM_L3 or
@@ -97,7 +103,8 @@ CRPM_API int crpm_recover(void);
  *   CRPM_ERR_CONFIG (level 2 on one node, level 3 without whole groups of
  *   group_size nodes, level 4 without glbl_dir), CRPM_ERR_NOTSUP (level 4 in a
  *   build without HDF5), CRPM_ERR_RANGE, CRPM_ERR_NOMEM, CRPM_ERR_IO (e.g. the
- *   file system is full), CRPM_ERR_HDF5. */
+ *   file system is full), CRPM_ERR_HDF5, CRPM_ERR_MISMATCH (a box of a global
+ *   dataset whose array is not protected with the box's count and type). */
 CRPM_API int crpm_checkpoint(int id, int level);
 
 /* Collective; call once per iteration.  On the first call after a restart it
@@ -167,6 +174,57 @@ CRPM_API int crpm_stored_size(int id, int64_t *bytes);
  * Errors: CRPM_ERR_STATE, CRPM_ERR_INVAL (empty or >= CRPM_NAME_MAX chars),
  *   CRPM_ERR_NOMEM. */
 CRPM_API int crpm_set_name(int id, const char *name);
+
+/* ---- restart on another number of ranks (docs/reshape.md) -------------------
+ * The application describes its distributed state as global N-D datasets
+ * and says which box of which dataset each protected array holds; arrays
+ * equal on every rank are marked replicated.  A checkpoint then carries
+ * this layout at every level, level-4 files hold each dataset as one N-D
+ * HDF5 dataset of its global shape, and crpm_init on another number of
+ * ranks finds the checkpoint: crpm_status() returns CRPM_STATUS_RESHAPED,
+ * the application protects and describes its new boxes (sizes from
+ * crpm_global_dims) and crpm_recover() fills them, moving the data between
+ * ranks over MPI.  Boxes are row-major (C order); offsets and counts are in
+ * elements.  Array ids from INT32_MIN to INT32_MIN + 65535 are reserved
+ * for the library. */
+
+/* Most dimensions of a global dataset. */
+#define CRPM_MAX_DIMS 32
+/* Longest global dataset name, with the terminating NUL. */
+#define CRPM_GLOBAL_NAME_MAX 256
+
+/* Local; the same call on every rank.  Declares global dataset `gid` of
+ * `ndims` dimensions dims[0..ndims) (C order: dims[ndims-1] varies fastest)
+ * and element type `type`; `name` (may be NULL: "global_<gid>") names its
+ * HDF5 dataset in level-4 files (no '/', not starting with "rank_" or
+ * "crpm_").  Calling it again for gid redefines it.
+ * Errors: CRPM_ERR_STATE (before init), CRPM_ERR_INVAL (ndims outside
+ *   1..CRPM_MAX_DIMS, a negative size, a bad or duplicate name, bad type),
+ *   CRPM_ERR_RANGE (the size overflows), CRPM_ERR_NOMEM. */
+CRPM_API int crpm_define_global(int gid, int ndims, const int64_t dims[], crpm_type_t type, const char *name);
+
+/* Local: protected array `id` of this rank holds the box offset[k] ..
+ * offset[k] + count[k] of dataset gid, in C order (its element count must be
+ * the box's volume and its type the dataset's when it is checkpointed or
+ * recovered).  A rank may hold any number of boxes, also none; the boxes of
+ * all ranks should tile the dataset.  Calling it again for `id` replaces its
+ * box.
+ * Errors: CRPM_ERR_STATE, CRPM_ERR_INVAL (gid not defined, reserved id),
+ *   CRPM_ERR_RANGE (the box leaves the dataset), CRPM_ERR_NOMEM. */
+CRPM_API int crpm_add_subset(int gid, int id, const int64_t offset[], const int64_t count[]);
+
+/* Local: crpm_protect for an array that holds the same value on every rank
+ * (an iteration counter, parameters); a restart on another rank count
+ * restores it on every rank from rank 0's copy.
+ * Errors: those of crpm_protect. */
+CRPM_API int crpm_protect_replicated(int id, void *ptr, int64_t count, crpm_type_t type);
+
+/* Local: the dimensions of dataset gid into dims[0..ndims) and ndims as the
+ * result: after a restart, as the checkpoint saved them (so a program can
+ * size its boxes before defining anything); otherwise as defined.
+ * Errors: CRPM_ERR_STATE, CRPM_ERR_INVAL (dims NULL, gid neither saved nor
+ *   defined). */
+CRPM_API int crpm_global_dims(int gid, int64_t dims[]);
 
 #ifdef __cplusplus
 }

@@ -60,6 +60,9 @@ extern "C" {
 #define CRPM_STATUS_L2    2  /* level 1 rebuilt from level-2 partner copies (a node was lost) */
 #define CRPM_STATUS_L3    3  /* level 1 rebuilt from level-3 parity (nodes of a group were lost) */
 #define CRPM_STATUS_L4    4  /* only a level-4 checkpoint is available */
+/* the checkpoint was written by another number of ranks: protect this run's
+ * boxes of the global datasets, then recover (docs/reshape.md) */
+#define CRPM_STATUS_RESHAPED 16
 
 /* ---- crpm_snapshot() results (non-negative) ----------------------------- */
 #define CRPM_SNAP_NONE         0  /* nothing to do this call */

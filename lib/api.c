@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include "agree.h"
+#include "api_internal.h"
 #include "clock.h"
 #include "context.h"
 #include "crpm.h"
@@ -17,6 +18,7 @@
 #include "grow.h"
 #include "jobdir.h"
 #include "layout.h"
+#include "reserved_ids.h"
 #include "restart.h"
 #include "schedule.h"
 #include "stop.h"
@@ -48,6 +50,8 @@ int crpm_init_type(crpm_type_t *type, size_t size)
 /* The library's one context: NULL between finalize and init. */
 static crpm_ctx *ctx;
 
+crpm_ctx *crpm_api_ctx(void) { return ctx; }
+
 /* Errors leave the library through here.  The application prints
  * crpm_last_error() (every rank has the reason, CRPM_ERR_REMOTE carries the
  * failing rank's message), so the library repeats it only when debugging. */
@@ -65,6 +69,8 @@ static int report(int rc, const char *fn)
     }
     return rc;
 }
+
+int crpm_api_report(int rc, const char *fn) { return report(rc, fn); }
 
 static int agree(int rc, const char *what) { return crpm_agree(ctx->comm, ctx->rank, rc, what); }
 
@@ -109,6 +115,7 @@ static void free_ctx(void)
     if (!ctx)
         return;
     crpm_stop_end(ctx);
+    crpm_global_free(ctx); /* global layout, reshaped restart (api_global.c) */
     crpm_level_close(&ctx->l2);
     crpm_level_close(&ctx->l3);
     free(ctx->l3_groups);
@@ -279,6 +286,12 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
         free_ctx();
         return rc;
     }
+    rc = crpm_global_after_init(ctx); /* global layout (api_global.c) */
+    if (rc != 0) {
+        report(rc, fn);
+        free_ctx();
+        return rc;
+    }
     crpm_schedule_start(ctx);
     crpm_error_clear(); /* "no level-4 file" and the like were not errors */
     if (ctx->rank == 0 && ctx->cfg.verbosity >= 3)
@@ -330,17 +343,23 @@ static const char *name_of(int32_t id)
 }
 int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type)
 {
-    const char *fn = "crpm_protect";
+    if (ctx && crpm_id_reserved(id))
+        return report(crpm_error(CRPM_ERR_INVAL, "crpm_protect(%d): ids %d to %d are reserved for the library", id,
+                                 CRPM_RESERVED_ID_MIN, CRPM_RESERVED_ID_MAX), "crpm_protect");
+    return crpm_protect_any(id, ptr, count, type, "crpm_protect");
+}
+
+int crpm_protect_any(int id, void *ptr, int64_t count, crpm_type_t type, const char *fn)
+{
     if (!ctx)
-        return report(crpm_error(CRPM_ERR_STATE, "crpm_protect(%d): call crpm_init first", id), fn);
+        return report(crpm_error(CRPM_ERR_STATE, "%s(%d): call crpm_init first", fn, id), fn);
     if (count < 0 || type.size <= 0 || (count > 0 && !ptr))
-        return report(crpm_error(CRPM_ERR_INVAL, "crpm_protect(%d): bad pointer, count %lld or type size %lld",
+        return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): bad pointer, count %lld or type size %lld", fn,
                                  id, (long long)count, (long long)type.size), fn);
     if (!((type.code >= CRPM_TC_CHAR && type.code <= CRPM_TC_LOGICAL) || type.code >= CRPM_TYPE_USER))
-        return report(crpm_error(CRPM_ERR_INVAL, "crpm_protect(%d): unknown type code %d", id, (int)type.code),
-                      fn);
+        return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): unknown type code %d", fn, id, (int)type.code), fn);
     if ((uint64_t)count > SIZE_MAX / (uint64_t)type.size)
-        return report(crpm_error(CRPM_ERR_RANGE, "crpm_protect(%d): %lld elements of %lld bytes overflow", id,
+        return report(crpm_error(CRPM_ERR_RANGE, "%s(%d): %lld elements of %lld bytes overflow", fn, id,
                                  (long long)count, (long long)type.size), fn);
     int i = lookup(&ctx->array_ids, array_recs(), ctx->narrays, id);
     if (i < 0)
@@ -569,6 +588,8 @@ int crpm_checkpoint(int id, int level)
     else if (level == CRPM_L4 && !ctx->cfg.glbl_dir[0])
         rc = crpm_error(CRPM_ERR_CONFIG, "crpm_checkpoint(%d): level 4 needs glbl_dir in [basic]", id);
 
+    if (rc == 0)
+        rc = crpm_global_before_checkpoint(ctx); /* the layout region is current (api_global.c) */
     crpm_stats_t st;
     memset(&st, 0, sizeof st);
     int committed = 0;
@@ -628,6 +649,7 @@ int crpm_checkpoint(int id, int level)
     ctx->source = &ctx->primary;
     ctx->last_id = (uint64_t)(int64_t)id;
     ctx->iters_since = 0;
+    crpm_global_committed(ctx, level); /* an older rank count's files may go now (api_global.c) */
     double t_l1 = crpm_now();
     if (level == CRPM_L4) {
         int l4c = 0;
@@ -697,6 +719,8 @@ int crpm_finalize(void)
     if (rc == 0 && ctx->stop.reason) /* stopped early: the checkpoints are needed */
         rc = crpm_stop_mark(ctx);
     else if (rc == 0 && !ctx->cfg.keep_last_ckpt)
+        rc = crpm_global_finalize(ctx); /* an older rank count's files (api_global.c) */
+    if (rc == 0 && !ctx->stop.reason && !ctx->cfg.keep_last_ckpt)
         rc = crpm_jobdir_remove(ctx);
     if (rc != 0)
         report(rc, fn);

@@ -113,8 +113,9 @@ extern fti_id_t FTI_LDBE;   /* long double */
  * restart.  FTI_NSCS: bad configuration; FTI_NREC: checkpoints exist that
  * cannot be used.  Either way FTI is not initialised. */
 int FTI_Init(const char *configFile, MPI_Comm globalComm);
-/* 1 while a checkpoint is waiting to be recovered, 0 otherwise (also after a
- * successful recovery); FTI_NSCS before FTI_Init. */
+/* 1 while a checkpoint is waiting to be recovered (3 when it was written by
+ * another number of ranks: recovered through global datasets), 0 otherwise
+ * (also after a successful recovery); FTI_NSCS before FTI_Init. */
 int FTI_Status(void);
 /* Collective; removes the checkpoints unless keep_last_ckpt = 1. */
 int FTI_Finalize(void);
@@ -157,6 +158,22 @@ int64_t FTI_GetStoredSize(int id);
  * if realloc fails).  Otherwise returns ptr unchanged. */
 void *FTI_Realloc(int id, void *ptr);
 
+/* ---- global datasets: restart on another number of ranks ---------------------
+ * (libcrpm's crpm_define_global and friends; C order; the datasets go to the
+ * root of level-4 files, h5group is accepted and not used) */
+/* Dataset `id` of `rank` dimensions dimLength[] and type tid; same on every rank. */
+int FTI_DefineGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength, const char *name, FTIT_H5Group *h5group,
+                            fti_id_t tid);
+/* Protected variable `id` holds the box offset .. offset+count of dataset did. */
+int FTI_AddSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int did);
+int FTI_UpdateGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength);
+int FTI_UpdateSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int did);
+/* While a checkpoint waits to be recovered: dataset did takes the saved dimensions. */
+int FTI_RecoverDatasetDimension(int did);
+/* The dimensions of did (a static array), NULL if rank is not its rank. */
+FTIT_hsize_t *FTI_GetDatasetSpan(int did, int rank);
+int FTI_GetDatasetRank(int did);
+
 /* ---- no counterpart in libcrpm: return FTI_NSCS (or NULL) with a message -- */
 int FTI_BitFlip(int datasetID);
 int FTI_InitICP(int id, int level, bool activate);
@@ -165,14 +182,6 @@ int FTI_FinalizeICP(void);
 int FTI_GetStageDir(char *stageDir, int maxLen);
 int FTI_GetStageStatus(int ID);
 int FTI_SendFile(const char *lpath, const char *rpath);
-int FTI_DefineGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength, const char *name, FTIT_H5Group *h5group,
-                            fti_id_t tid);
-int FTI_AddSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int did);
-int FTI_UpdateGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength);
-int FTI_UpdateSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int did);
-int FTI_RecoverDatasetDimension(int did);
-FTIT_hsize_t *FTI_GetDatasetSpan(int did, int rank);
-int FTI_GetDatasetRank(int did);
 
 #ifdef __cplusplus
 }

@@ -233,3 +233,46 @@ int crpm_container_verify(const crpm_container *c, FILE *out)
     return rc;
 }
 
+
+/* Bytes [off, off+len) of a saved region, every chunk they touch checked:
+ * whole chunks are copied and then checked on the copy (as crpm_copy_saved);
+ * a chunk the range cuts is checked on the media first and then copied. */
+int crpm_copy_saved_range(crpm_container *c, const crpm_region *r, uint64_t off, uint64_t len, void *dst)
+{
+    uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size, ch = c->sb.crc_chunk;
+    if (off > bytes || len > bytes - off)
+        return crpm_error(CRPM_ERR_RANGE, "%s: bytes %llu..%llu are outside array %d (%llu bytes)", c->path,
+                          (unsigned long long)off, (unsigned long long)(off + len), r->id, (unsigned long long)bytes);
+    char *d = dst;
+    for (uint64_t pos = off; pos < off + len;) {
+        uint64_t k = pos / seg, soff = k * seg, slen = bytes - soff < seg ? bytes - soff : seg;
+        const crpm_seg *s = &r->segs[k];
+        if (s->state == 0)
+            return crpm_error(CRPM_ERR_CORRUPT, "%s: region %d segment %llu has no data", c->path, r->id,
+                              (unsigned long long)k);
+        uint32_t phys = s->phys[s->state - 1];
+        const char *src = crpm_seg_addr(c, phys);
+        uint64_t end = off + len < soff + slen ? off + len : soff + slen; /* this segment's part */
+        if (!ch) {
+            memcpy(d + (pos - off), src + (pos - soff), end - pos);
+            pos = end;
+            continue;
+        }
+        const uint32_t *tab = crc_table(c, phys);
+        while (pos < end) {
+            uint64_t j = (pos - soff) / ch, c0 = soff + j * ch, cl = slen - j * ch < ch ? slen - j * ch : ch;
+            uint64_t take = (c0 + cl < end ? c0 + cl : end) - pos;
+            if (pos == c0 && take == cl) {
+                memcpy(d + (pos - off), src + (pos - soff), cl);
+                if (chunk_crc(c, phys, j, d + (pos - off), cl) != tab[j])
+                    return bad_chunk(c, r, c0, phys);
+            } else {
+                if (chunk_crc(c, phys, j, src + (c0 - soff), cl) != tab[j])
+                    return bad_chunk(c, r, c0, phys);
+                memcpy(d + (pos - off), src + (pos - soff), take);
+            }
+            pos += take;
+        }
+    }
+    return CRPM_SUCCESS;
+}

@@ -258,4 +258,7 @@ int crpm_parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int *n
 int crpm_view_load(crpm_container *c, int with_data);
 
 int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst);
+/* Bytes [off, off+len) of saved region r into dst, every CRC chunk they touch
+ * checked (CRPM_ERR_CORRUPT names the array and offset). */
+int crpm_copy_saved_range(crpm_container *c, const crpm_region *r, uint64_t off, uint64_t len, void *dst);
 #endif

@@ -141,6 +141,9 @@ static int type_of(fti_id_t t, crpm_type_t *ct)
     return -1;
 }
 
+int fti_type_of(fti_id_t t, crpm_type_t *ct) { return type_of(t, ct); }
+int fti_initialized(void) { return F.init; }
+
 static fti_id_t new_type(const char *fn, size_t size, const char *name, int composite)
 {
     if (!F.init)
@@ -501,7 +504,8 @@ int FTI_Status(void)
 {
     if (!F.init)
         return not_init("FTI_Status");
-    return F.pending ? 1 : 0;
+    /* 3: FTI's status of a recovery through global datasets (another rank count) */
+    return F.pending ? (crpm_status() == CRPM_STATUS_RESHAPED ? 3 : 1) : 0;
 }
 
 int FTI_Recover(void)
@@ -837,5 +841,6 @@ int FTI_Finalize(void)
         return not_init("FTI_Finalize");
     int rc = crpm_finalize();
     release();
+    fti_global_reset();
     return crpm_ok(rc, "FTI_Finalize") ? FTI_SCES : FTI_NSCS;
 }

@@ -12,4 +12,16 @@ void fti_say(int level, int all, const char *fmt, ...);
 __attribute__((visibility("hidden")))
 int fti_unsupported(const char *fn, const char *what);
 
+/* fti.c: the libcrpm type of an FTI type handle (-1: no such handle), and
+ * whether FTI_Init succeeded. */
+#include <crpm.h>
+#include <fti.h>
+__attribute__((visibility("hidden")))
+int fti_type_of(fti_id_t t, crpm_type_t *ct);
+__attribute__((visibility("hidden")))
+int fti_initialized(void);
+/* fti_global.c: forgets the global datasets (FTI_Finalize). */
+__attribute__((visibility("hidden")))
+void fti_global_reset(void);
+
 #endif

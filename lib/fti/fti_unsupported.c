@@ -1,5 +1,5 @@
 /* Calls of FTI's interface that have no counterpart in libcrpm (staging,
- * incremental checkpoints, fault injection, global datasets): each returns
+ * incremental checkpoints, fault injection): each returns
  * FTI_NSCS (or NULL) and says so once per process, never crashes. */
 #include <fti.h>
 
@@ -61,49 +61,4 @@ int FTI_SendFile(const char *lpath, const char *rpath)
 {
     (void)lpath; (void)rpath;
     return fti_unsupported("FTI_SendFile", "no file staging");
-}
-
-#define NO_VPR "no global datasets: level 4 writes each rank's arrays"
-int FTI_DefineGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength, const char *name, FTIT_H5Group *h5group,
-                            fti_id_t tid)
-{
-    (void)id; (void)rank; (void)dimLength; (void)name; (void)h5group; (void)tid;
-    return fti_unsupported("FTI_DefineGlobalDataset", NO_VPR);
-}
-
-int FTI_AddSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int did)
-{
-    (void)id; (void)rank; (void)offset; (void)count; (void)did;
-    return fti_unsupported("FTI_AddSubset", NO_VPR);
-}
-
-int FTI_UpdateGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength)
-{
-    (void)id; (void)rank; (void)dimLength;
-    return fti_unsupported("FTI_UpdateGlobalDataset", NO_VPR);
-}
-
-int FTI_UpdateSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int did)
-{
-    (void)id; (void)rank; (void)offset; (void)count; (void)did;
-    return fti_unsupported("FTI_UpdateSubset", NO_VPR);
-}
-
-int FTI_RecoverDatasetDimension(int did)
-{
-    (void)did;
-    return fti_unsupported("FTI_RecoverDatasetDimension", NO_VPR);
-}
-
-FTIT_hsize_t *FTI_GetDatasetSpan(int did, int rank)
-{
-    (void)did; (void)rank;
-    fti_unsupported("FTI_GetDatasetSpan", NO_VPR);
-    return NULL;
-}
-
-int FTI_GetDatasetRank(int did)
-{
-    (void)did;
-    return fti_unsupported("FTI_GetDatasetRank", NO_VPR);
 }

@@ -80,6 +80,10 @@ int l4_check_group(hid_t f, const char *fname, int rank, int read_into, int nreg
 void l4_close_id(hid_t *id, herr_t (*fn)(hid_t));
 int l4_open_serial(const char *path, hid_t *f);
 int l4_scan_dir(const char *dir, const char *job, l4_file **out, int *nout);
+/* l4_global.c, serial (tools): every piece of every rank's boxes of global
+ * datasets in the open file f, reported to out (may be NULL); CRPM_SUCCESS
+ * when the file has none. */
+int crpm_l4g_verify_file(hid_t f, const char *path, FILE *out);
 void l4_prune(const char *dir, const l4_file *v, int n, const char *keep_name, uint64_t seq, int keep);
 
 #endif

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "fsutil.h"
 #include "l4_common.h"
+#include "l4_global.h"
 
 #define L4_PATH_MAX CRPM_PATH_MAX
 
@@ -142,6 +143,10 @@ static int l4_verify(const char *path, FILE *out)
         /* Keep checking the other ranks, but report the first failure. */
         if (grc != CRPM_SUCCESS && first == CRPM_SUCCESS)
             first = grc;
+    }
+    if (rc == CRPM_SUCCESS) { /* the global datasets' pieces (l4_global.h) */
+        int grc = crpm_l4g_verify_file(f, path, out);
+        first = first == CRPM_SUCCESS ? grc : first;
     }
     if (H5Fclose(f) < 0 && first == CRPM_SUCCESS)
         first = l4_h5_fail("%s: close failed", path);

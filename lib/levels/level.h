@@ -30,6 +30,10 @@ typedef struct crpm_level_env {
     int keep_l4;               /* level-4 files kept */
     uint64_t epoch;            /* the job's committed epoch, recorded in level-4 files */
     const crpm_layout *layout; /* recorded in the files a level creates (NULL: none) */
+    /* level 4: the job's global layout (format/glayout.h), NULL when it has none;
+     * run_id (CRPM_RUN_ID_LEN bytes) identifies this run in the file */
+    const struct crpm_glayout *glayout;
+    const uint8_t *run_id;
 } crpm_level_env;
 
 typedef struct crpm_level crpm_level;

@@ -17,6 +17,7 @@
 #include "level4.h"
 #include "agree.h"
 #include "error.h"
+#include "l4_global.h"
 #include "fsutil.h"
 
 #include <dirent.h>
@@ -44,6 +45,13 @@ int crpm_l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ckpt
     (void)comm; (void)glbl_dir; (void)job; (void)ckpt_id; (void)epoch;
     (void)nregions; (void)regions; (void)keep;
     return l4_notsup();
+}
+
+int crpm_l4_write_global(MPI_Comm comm, const char *glbl_dir, const char *job, int ckpt_id, uint64_t epoch,
+                         int nregions, const crpm_array *regions, int keep, const crpm_l4_global *g)
+{
+    (void)g;
+    return crpm_l4_write(comm, glbl_dir, job, ckpt_id, epoch, nregions, regions, keep);
 }
 
 int crpm_l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, char *path, size_t pathlen,
@@ -231,7 +239,7 @@ static int write_contents(MPI_Comm comm, const char *tmp, const l4_root *root, c
 }
 
 static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ckpt_id, uint64_t epoch,
-                    int nregions, const crpm_array *regions, int keep)
+                    int nregions, const crpm_array *regions, int keep, const crpm_l4_global *glob)
 {
     int rank = 0, size = 0, rc = CRPM_SUCCESS;
     MPI_Comm_rank(comm, &rank);
@@ -278,17 +286,30 @@ static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ck
         return rc;
     }
 
+    /* boxes of global datasets go into those (l4_global.c), not into the rank's group */
+    const crpm_glayout *lay = glob ? glob->glayout : NULL;
+    crpm_array *own = calloc((size_t)nregions + 1, sizeof *own);
+    int nown = 0;
+    for (int i = 0; own && i < nregions; i++)
+        if (!crpm_l4g_is_box(lay, regions[i].id))
+            own[nown++] = regions[i];
+    rc = l4_agree(comm, own ? CRPM_SUCCESS : crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory"));
     l4_desc *all = NULL;
     int *cnt = NULL, *displ = NULL, total = 0;
-    rc = gather_descs(comm, nregions, regions, &all, &cnt, &displ, &total);
+    if (rc == CRPM_SUCCESS)
+        rc = gather_descs(comm, nown, own, &all, &cnt, &displ, &total);
     if (rc != CRPM_SUCCESS) {
+        free(own);
         free(old);
         return rc;
     }
 
     l4_root root = { .format = CRPM_L4_FORMAT, .ckpt_id = ckpt_id, .nranks = size, .epoch = epoch, .seq = seq };
     snprintf(root.job, sizeof root.job, "%s", job);
-    rc = write_contents(comm, tmp, &root, all, cnt, displ, total, nregions, regions);
+    rc = write_contents(comm, tmp, &root, all, cnt, displ, total, nown, own);
+    if (rc == CRPM_SUCCESS && glob)
+        rc = crpm_l4g_write(comm, tmp, lay, nregions, regions, glob->run_id, glob->time_ns);
+    free(own);
 
     if (rank == 0) {
         int rrc = CRPM_SUCCESS;
@@ -311,9 +332,15 @@ static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ck
 int crpm_l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ckpt_id, uint64_t epoch,
                   int nregions, const crpm_array *regions, int keep)
 {
+    return crpm_l4_write_global(comm, glbl_dir, job, ckpt_id, epoch, nregions, regions, keep, NULL);
+}
+
+int crpm_l4_write_global(MPI_Comm comm, const char *glbl_dir, const char *job, int ckpt_id, uint64_t epoch,
+                         int nregions, const crpm_array *regions, int keep, const crpm_l4_global *g)
+{
     l4_quiet q;
     l4_quiet_begin(&q);
-    int rc = l4_write(comm, glbl_dir, job, ckpt_id, epoch, nregions, regions, keep);
+    int rc = l4_write(comm, glbl_dir, job, ckpt_id, epoch, nregions, regions, keep, g);
     l4_quiet_end(&q);
     return rc;
 }

@@ -41,6 +41,17 @@
 int crpm_l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ckpt_id, uint64_t epoch,
                   int nregions, const crpm_array *regions, int keep);
 
+/* crpm_l4_write plus the global datasets of a layout (l4_global.h): boxes
+ * of global datasets are written into those instead of the rank groups.
+ * g may be NULL (crpm_l4_write). */
+typedef struct crpm_l4_global {
+    const struct crpm_glayout *glayout;
+    const uint8_t *run_id;     /* 16 bytes, recorded as root attribute run_id */
+    int64_t time_ns;           /* recorded as root attribute time_ns */
+} crpm_l4_global;
+int crpm_l4_write_global(MPI_Comm comm, const char *glbl_dir, const char *job, int ckpt_id, uint64_t epoch,
+                         int nregions, const crpm_array *regions, int keep, const crpm_l4_global *g);
+
 /* Collective; newest valid file (structure and every data checksum checked)
  * for this job and rank count; CRPM_ERR_NOCKPT if none, CRPM_ERR_CORRUPT if
  * the job has files but none of them is valid.  Newer files that

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "fsutil.h"
 #include "level.h"
@@ -23,7 +24,10 @@ static int l4_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm
     if (id < INT32_MIN || id > INT32_MAX)
         return crpm_error(CRPM_ERR_RANGE, "crpm_checkpoint(%lld): level-4 ids are 32-bit", (long long)id);
     (void)st;
-    return crpm_l4_write(e->comm, e->glbl_dir, e->job_name, (int)id, e->epoch, n, a, e->keep_l4);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    crpm_l4_global g = {e->glayout, e->run_id, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec};
+    return crpm_l4_write_global(e->comm, e->glbl_dir, e->job_name, (int)id, e->epoch, n, a, e->keep_l4, &g);
 }
 
 static int l4_read(crpm_level *lv, const crpm_array *a, int n)

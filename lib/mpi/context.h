@@ -63,6 +63,9 @@ typedef struct crpm_ctx {
 
     crpm_stats_t last, total;
 
+    /* global layout and restart on another rank count (mpi/reshape.h); NULL until used */
+    struct crpm_reshape *reshape;
+
     /* internal test hook (CRPM_TEST_KILL, builds with CRPM_TEST_HOOKS only) */
     struct { int point, n; } kills[8];
     int nkills;

@@ -14,6 +14,7 @@
 #include "jobdir.h"
 #include "level4.h"
 #include "mpi_error.h"
+#include "reshape.h"
 #include "restart.h"
 #include "clock.h"
 #include "testhook.h"
@@ -473,6 +474,8 @@ int crpm_restart(crpm_ctx *ctx)
             rc = decide(ctx, &g, &v);
         }
     }
+    if (rc == 0) /* another rank count's checkpoint may apply (reshape.c): v becomes a fresh start */
+        rc = crpm_reshape_restart(ctx, &v, g.l4_path);
     if (rc == 0 && (v.kind == CRPM_V_L4 || v.kind == CRPM_V_FRESH || v.kind == CRPM_V_FULL ||
                     (v.kind == CRPM_V_ERROR && v.l1 == CRPM_L1S_FULL_NOCOMMON)))
         rc = new_run_id(ctx);

@@ -13,6 +13,7 @@
 /* level 2's and level 3's points, apart from the container's */
 #define L2_BASE 100
 #define L3_BASE 200
+#define RESHAPE_REMOVING 301 /* reshape.c: old rank count's files about to go */
 
 enum { BASE_L2_FULL_COPY = 1, BASE_L3_FULL_ENCODE = 2 };
 
@@ -44,10 +45,11 @@ static int parse_kills(crpm_ctx *ctx)
                  : strcmp(point, "l3_sent") == 0      ? L3_BASE + CRPM_L3_HOOK_SENT
                  : strcmp(point, "l3_applied") == 0   ? L3_BASE + CRPM_L3_HOOK_APPLIED
                  : strcmp(point, "l3_committed") == 0 ? L3_BASE + CRPM_L3_HOOK_COMMITTED
+                 : strcmp(point, "reshape_removing") == 0 ? RESHAPE_REMOVING
                                                       : 0;
         if (!pt)
             return crpm_error(CRPM_ERR_CONFIG, "CRPM_TEST_KILL='%s': point must be before_data, after_data, "
-                              "after_commit, l2_sent, l2_applied, l2_committed, l3_sent, l3_applied or l3_committed", v);
+                              "after_commit, l2_sent, l2_applied, l2_committed, l3_sent, l3_applied, l3_committed or reshape_removing", v);
         if (r == ctx->rank && ctx->nkills < (int)(sizeof ctx->kills / sizeof ctx->kills[0])) {
             ctx->kills[ctx->nkills].point = pt;
             ctx->kills[ctx->nkills].n = n;
@@ -127,6 +129,12 @@ void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o)
     o->verify = v && *v && strcmp(v, "0") != 0;
     int b = baselines();
     o->full_encode = b > 0 && (b & BASE_L3_FULL_ENCODE);
+}
+
+void crpm_testhook_point(crpm_ctx *ctx, const char *point)
+{
+    if (strcmp(point, "reshape_removing") == 0)
+        kill_hook(ctx, RESHAPE_REMOVING, 0);
 }
 
 int crpm_testhook_skip_data_check(void)

@@ -5,7 +5,8 @@
  *    a point (before_data, after_data, after_commit; level 2: l2_sent = the
  *    owner's data posted to its partner, l2_applied = a partner copy's data
  *    written but not committed, l2_committed = the copies committed, before
- *    the job agreed; level 3: l3_sent, l3_applied, l3_committed) of its n-th
+ *    the job agreed; level 3: l3_sent, l3_applied, l3_committed; reshape_removing: the files of an older
+ *    rank count about to be removed) of its n-th
  *    checkpoint, so tests can leave ranks and copies on different epochs;
  *  - CRPM_TEST_L3_VERIFY=1 checks the parity against a full re-encode after
  *    every level-3 checkpoint;
@@ -38,6 +39,9 @@ void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o);
  * rank creates <dir>/<point>.<rank> and waits until <dir>/<point>.go exists
  * (at most 120 s), so a test can start another launch inside that window. */
 void crpm_testhook_pause(const char *point, int rank);
+/* Kill points outside the levels: reshape_removing (the files of an older
+ * rank count about to be removed after this job's checkpoint committed). */
+void crpm_testhook_point(crpm_ctx *ctx, const char *point);
 #else
 static inline int crpm_testhook_parse(crpm_ctx *ctx) { (void)ctx; return 0; }
 static inline void crpm_testhook_attach(crpm_ctx *ctx, crpm_container *c) { (void)ctx; (void)c; }
@@ -45,6 +49,7 @@ static inline void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o) { (void)ctx;
 static inline void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o) { (void)ctx; (void)o; }
 static inline void crpm_testhook_pause(const char *point, int rank) { (void)point; (void)rank; }
 static inline int crpm_testhook_skip_data_check(void) { return 0; }
+static inline void crpm_testhook_point(crpm_ctx *ctx, const char *point) { (void)ctx; (void)point; }
 #endif
 
 #endif

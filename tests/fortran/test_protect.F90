@@ -495,7 +495,7 @@ contains
          integer(c_int) :: count
        end function c_constants
     end interface
-    integer, parameter :: NC = 58
+    integer, parameter :: NC = 60
     integer(c_int32_t) :: cvals(NC + 1)
     integer :: fvals(NC), i, code
     real(real64), target :: x(10)
@@ -507,7 +507,7 @@ contains
          CRPM_ERR_NOCKPT, CRPM_ERR_EPOCH, CRPM_ERR_MPI, CRPM_ERR_REMOTE, CRPM_ERR_MISSING, &
          CRPM_ERR_NRANKS, CRPM_ERR_HDF5, CRPM_ERR_NOTSUP, CRPM_ERR_RANGE, &
          CRPM_L1, CRPM_L2, CRPM_L3, CRPM_L4, CRPM_STATUS_FRESH, CRPM_STATUS_L1, CRPM_STATUS_L4, &
-         CRPM_STATUS_L2, CRPM_STATUS_L3, &
+         CRPM_STATUS_L2, CRPM_STATUS_L3, CRPM_STATUS_RESHAPED, CRPM_MAX_DIMS, &
          CRPM_SNAP_NONE, CRPM_SNAP_RECOVERED, CRPM_SNAP_CHECKPOINTED, CRPM_SNAP_EXIT, &
          int(CRPM_TC_CHAR), int(CRPM_TC_SHORT), int(CRPM_TC_INT), int(CRPM_TC_LONG), &
          int(CRPM_TC_LLONG), int(CRPM_TC_UINT), int(CRPM_TC_ULONG), int(CRPM_TC_FLOAT), &

@@ -101,7 +101,7 @@ int main(int argc, char **argv)
     CHECK(FTI_GetStageDir(dir, sizeof dir) == FTI_NSCS);
     CHECK(FTI_GetStageStatus(1) == FTI_NSCS);
     CHECK(FTI_SendFile("a", "b") == FTI_NSCS);
-    CHECK(FTI_GetDatasetSpan(1, 1) == NULL);
+    CHECK(FTI_GetDatasetSpan(1, 1) == NULL); /* no such global dataset */
     CHECK(FTI_Finalize() == FTI_SCES);
 
     /* second run in the same job: a checkpoint is there (keep_last_ckpt = 1) */

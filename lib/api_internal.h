@@ -1,0 +1,24 @@
+/* What the API layer's files share (api.c, api_global.c): the context, the
+ * protect that also takes the library's reserved ids, error reporting, and
+ * the hooks api.c calls for the global layout (restart on another number of
+ * ranks, docs/reshape.md). */
+#ifndef CRPM_API_INTERNAL_H
+#define CRPM_API_INTERNAL_H
+#include "context.h"
+#include "crpm.h"
+
+/* The library's context (NULL before init and after finalize). */
+crpm_ctx *crpm_api_ctx(void);
+/* Prints rc at verbosity 3 (debugging) and returns it. */
+int crpm_api_report(int rc, const char *fn);
+/* crpm_protect without the check that `id` is not reserved. */
+int crpm_protect_any(int id, void *ptr, int64_t count, crpm_type_t type, const char *fn);
+
+/* api_global.c: the layout region and the checks around it. */
+int crpm_global_after_init(crpm_ctx *ctx);          /* after crpm_restart */
+int crpm_global_before_checkpoint(crpm_ctx *ctx);   /* before any level writes */
+void crpm_global_committed(crpm_ctx *ctx, int level); /* every rank committed at `level` */
+int crpm_global_finalize(crpm_ctx *ctx);            /* finalize removing the checkpoints */
+void crpm_global_free(crpm_ctx *ctx);
+
+#endif
