@@ -6,6 +6,7 @@
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "agree.h"
 #include "level4.h"
 
 #include <hdf5.h>
@@ -85,5 +86,14 @@ int l4_scan_dir(const char *dir, const char *job, l4_file **out, int *nout);
  * when the file has none. */
 int crpm_l4g_verify_file(hid_t f, const char *path, FILE *out);
 void l4_prune(const char *dir, const l4_file *v, int n, const char *keep_name, uint64_t seq, int keep);
+
+/* Level 4's collectives agree through the comm layer: one rank's failure is
+ * an error on every rank (the message names the failing rank). */
+static inline int l4_agree(MPI_Comm comm, int rc)
+{
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    return crpm_agree(comm, rank, rc, "level 4");
+}
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "agree.h"
 #include "error.h"
 #include "mpi_error.h"
 #include "redist.h"
@@ -128,28 +129,12 @@ static void cursor_skip(cursor *c, const crpm_rd_box *src, int nsrc, int rank)
     }
 }
 
-/* Agreement of the levels' own collectives (mpi/agree.c sits above them). */
+/* Every rank learns whether a step failed anywhere (comm layer). */
 static int rd_agree(MPI_Comm comm, int rc)
 {
-    int rank = 0, in[2], out[2];
+    int rank = 0;
     MPI_Comm_rank(comm, &rank);
-    in[0] = rc;
-    in[1] = rank;
-    int mrc = MPI_Allreduce(in, out, 1, MPI_2INT, MPI_MINLOC, comm);
-    if (mrc != MPI_SUCCESS)
-        return crpm_mpi_fail(mrc, "redistribution: MPI_Allreduce");
-    if (out[0] >= 0)
-        return CRPM_SUCCESS;
-    char msg[512] = "";
-    if (rank == out[1])
-        snprintf(msg, sizeof msg, "%s", crpm_last_error());
-    mrc = MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, out[1], comm);
-    if (rc < 0)
-        return rc;
-    if (mrc != MPI_SUCCESS)
-        return crpm_mpi_fail(mrc, "redistribution: MPI_Bcast");
-    msg[sizeof msg - 1] = '\0';
-    return crpm_error(CRPM_ERR_REMOTE, "rank %d: %s", out[1], msg);
+    return crpm_agree(comm, rank, rc, "redistribution");
 }
 
 typedef struct round_bufs {
