@@ -196,6 +196,11 @@ int crpm_rs_plan_make(const crpm_rs_facts *f, crpm_rs_plan *p)
         }
     }
     int l4 = newest_l4(f);
+    /* the newest data is this rank count's own: the ordinary restart has
+     * decided (repair, fallback or level 4); only a level-4 file with a global
+     * layout, read through its datasets, is this module's to serve */
+    if (have && best.N == f->M)
+        return l4 >= 0 && f->ordinary_l4 ? use_l4(f, p, l4) : (p->kind = CRPM_RS_NONE);
     if (!have && l4 < 0 && f->nl4 > 0 && !f->ordinary_l4) {
         /* only damaged level-4 files hold the checkpoint: never a fresh start */
         p->kind = CRPM_RS_ERROR;

@@ -238,6 +238,18 @@ static void test_plan(void)
     fa.nl4 = 0;
     CHECK(crpm_rs_plan_make(&fa, &p) == CRPM_RS_NONE, "nothing at all: no reshape");
     crpm_rs_plan_free(&p);
+    /* the newest data is this rank count's own (the ordinary restart chose
+     * level 4 because one of its containers is damaged): no reshape, even
+     * though a copy could complete the set */
+    int nodes4[4] = {0, 0, 1, 1};
+    for (int q = 0; q < 4; q++)
+        f[q] = file(CRPM_RS_CONT, q, 4, q / 2, 5, 3, 300);
+    f[2].bad = 1;
+    f[4] = file(CRPM_RS_COPY, 2, 4, 0, 5, 3, 300);
+    fa = (crpm_rs_facts){4, nodes4, f, 5, NULL, 0, 1, 7};
+    CHECK(crpm_rs_plan_make(&fa, &p) == CRPM_RS_NONE, "own rank count: the ordinary restart decides (kind %d)",
+          p.kind);
+    crpm_rs_plan_free(&p);
 }
 
 int main(void)
