@@ -3,8 +3,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine.h"
-#include "track.h"
+#include "engine_int.h"
 
 /* Regions by id (util/idindex.h): rebuilt by loads (crpm_free_regions
  * invalidates it) and compactions (nregions shrinks). */
@@ -53,36 +52,31 @@ int crpm_container_protect(crpm_container *c, int32_t id, void *ptr, uint64_t co
         r->id = id;
         crpm_idindex_append(&c->rindex, region_recs(c), c->nregions - 1);
     }
-    if (r->p_count * r->p_elem_size != count * elem_size)
-        r->stale_valid = 0;
-    /* another buffer (double buffering, realloc) may hold other data on pages
-     * that were not written since the last scan */
-    if (r->ptr != ptr || r->p_count * r->p_elem_size != count * elem_size)
-        r->rescan_all = 1;
+    if (r->eng && (r->ptr != ptr || crpm_region_pbytes(r) != count * elem_size)) {
+        /* another buffer (double buffering, realloc) may hold other data on
+         * pages that were not written since the last report */
+        r->eng->rescan_all = 1;
+        if (crpm_region_pbytes(r) != count * elem_size)
+            r->eng->stale_valid = 0;
+    }
     r->ptr = ptr;
     r->p_count = count;
     r->p_elem_size = elem_size;
     r->p_type_code = type_code;
-    /* memory the kernel does not track completely is simply compared */
-    r->untracked = NULL;
-    if (c->trk && count) {
-        r->untracked = crpm_tracker_memory_check(c->trk, ptr, count * elem_size);
-        if (!r->untracked && crpm_tracker_add(c->trk, ptr, count * elem_size) != 0)
-            r->untracked = "the kernel refused to write-protect it";
-        crpm_error_clear();
+    int rc = crpm_track_choose(c, r);
+    if (rc) {
+        r->ptr = NULL; /* not protected: nothing half-done */
+        r->p_count = r->p_elem_size = 0;
     }
-    r->tracked = c->trk && count && !r->untracked;
-    return CRPM_SUCCESS;
+    return rc;
 }
 
 const char *crpm_container_untracked_reason(const crpm_container *c, int32_t id)
 {
     const crpm_region *r = crpm_region_find((crpm_container *)c, id);
-    if (!c->want_tracking || !r || !r->p_elem_size)
+    if (!c->eng || !c->eng->want_tracking || !r || !r->p_elem_size || !r->eng)
         return NULL;
-    if (!c->trk)
-        return c->track_msg;
-    return r->untracked;
+    return r->eng->why;
 }
 
 int crpm_container_unprotect(crpm_container *c, int32_t id)
@@ -92,6 +86,7 @@ int crpm_container_unprotect(crpm_container *c, int32_t id)
         return crpm_error(CRPM_ERR_INVAL, "unprotect: id %d is not protected", id);
     r->ptr = NULL;
     r->p_count = r->p_elem_size = 0;
+    crpm_track_drop(r);
     return CRPM_SUCCESS;
 }
 

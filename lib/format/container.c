@@ -76,8 +76,6 @@ void crpm_free_regions(crpm_container *c)
 {
     for (int i = 0; i < c->nregions; i++) {
         free(c->regions[i].segs);
-        free(c->regions[i].wbits);
-        free(c->regions[i].stale);
     }
     free(c->regions);
     c->regions = NULL;
@@ -349,7 +347,6 @@ uint64_t crpm_container_user_id(const crpm_container *c) { return c->user_id; }
 crpm_media *crpm_container_media(crpm_container *c) { return &c->media; }
 uint64_t crpm_container_segment_size(const crpm_container *c) { return c->sb.segment_size; }
 uint64_t crpm_container_block_size(const crpm_container *c) { return c->sb.block_size; }
-int crpm_container_has_checksums(const crpm_container *c) { return c->sb.crc_chunk != 0; }
 
 void crpm_container_run_id(const crpm_container *c, uint8_t out[CRPM_RUN_ID_LEN])
 {

@@ -86,8 +86,6 @@ int crpm_inspect_file_verify(const char *path, FILE *out, int verify);
 int crpm_container_verify(const crpm_container *c, FILE *out);
 /* The run identity stored at creation (CRPM_RUN_ID_LEN bytes). */
 void crpm_container_run_id(const crpm_container *c, uint8_t out[CRPM_RUN_ID_LEN]);
-/* 1 when the container holds data CRCs (0 only for benchmark containers). */
-int crpm_container_has_checksums(const crpm_container *c);
 
 void crpm_container_set_hook(crpm_container *c, crpm_hook_fn fn, void *arg);
 crpm_media *crpm_container_media(crpm_container *c);
@@ -106,8 +104,6 @@ void crpm_container_identity(const crpm_container *c, char *job, size_t len, int
  * identity is the owner's). */
 /* Before a stage: durable "in progress" and the owner's file size. */
 int crpm_replica_begin(crpm_container *r, uint64_t size);
-/* Bytes stored into the mapping at [off, off+len) become durable at commit. */
-void crpm_replica_stored(crpm_container *r, uint64_t off, uint64_t len);
 /* Makes the stored bytes durable, then commits `epoch` (as the owner did). */
 int crpm_replica_commit(crpm_container *r, uint64_t epoch);
 /* Whole-file transfers write the commit word last, apart from the data:
@@ -134,26 +130,16 @@ typedef struct crpm_region {
     uint64_t count;
     uint64_t nsegs;
     crpm_seg *segs;
-    /* as protected now */
+    /* as protected now (p_elem_size == 0: not protected); becomes the saved
+     * description when the next checkpoint commits */
     void *ptr;
     int32_t p_type_code;
     uint64_t p_elem_size;
     uint64_t p_count;
-    /* change tracking (volatile, only with a tracker) */
-    int tracked;             /* ptr..ptr+bytes is registered with the tracker */
-    int declared;            /* the owner reports its writes (crpm_container_written): wbits */
-    const char *untracked;   /* with a tracker: why it is compared instead (static text) */
-    int stale_valid;         /* stale describes the two copies */
-    int rescan_all;          /* a scan's report was lost: treat every block as written */
-    int scanned;             /* wbits holds this checkpoint's scan */
-    uint64_t *wbits;         /* blocks reported written by this checkpoint's scan (declared:
-                                since the last commit) */
-    uint64_t *stale;         /* blocks where the two NVM copies may differ */
-    uint64_t bits_cap;       /* words in wbits and stale */
-    uint64_t wbytes;         /* bytes on pages this checkpoint's scan reported written */
-    int hot_left;            /* checkpoints left that compare it whole, unscanned (densely written) */
-    int hot_len;             /* length of its next hot period */
-    int report_fresh;        /* the next scan reports one epoch's writes (not a hot period's) */
+    /* The engine's state of the region (change tracking: engine/engine_int.h).
+     * Opaque here: the format layer only carries it along when it reloads
+     * the region table (crpm_load_slot). */
+    struct crpm_eregion *eng;
 } crpm_region;
 
 struct crpm_container {
@@ -174,10 +160,10 @@ struct crpm_container {
     uint32_t *crc_len;       /* per physical segment: its CRC table is known to describe its
                                 first crc_len bytes (0: unknown, rewrite the whole table) */
     uint64_t hint;           /* where the next free-segment search starts */
-    struct crpm_tracker *trk; /* NULL: compare every block */
-    int any_declared;         /* some region reports its writes (sticky) */
-    int want_tracking;
-    char track_msg[256];      /* why tracking was not available */
+    uint64_t generation;     /* counts reloads of the committed state (open, rollback, renumber):
+                                what the engine knew about the copies is then void */
+    struct crpm_engine *eng; /* the engine's state (engine/engine_int.h); NULL when the container
+                                was opened by the format layer alone (tools) */
     crpm_hook_fn hook;
     void *hook_arg;
     int read_only;            /* opened with opts.read_only */

@@ -309,16 +309,8 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
         merged[j].p_type_code = old->p_type_code;
         merged[j].p_elem_size = old->p_elem_size;
         merged[j].p_count = old->p_count;
-        /* the registration stays; what the copies hold is now unknown */
-        merged[j].tracked = old->tracked;
-        merged[j].declared = old->declared;
-        merged[j].untracked = old->untracked;
-        merged[j].wbits = old->wbits;
-        merged[j].stale = old->stale;
-        merged[j].bits_cap = old->bits_cap;
-        merged[j].stale_valid = 0;
-        merged[j].rescan_all = 1;
-        old->wbits = old->stale = NULL;
+        merged[j].eng = old->eng; /* void now: see generation */
+        old->eng = NULL;
     }
     free(byid);
     crpm_free_regions(c);
@@ -327,6 +319,7 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
     c->cap_regions = cap;
     c->user_id = user_id;
     c->nphys = nphys;
+    c->generation++;
     int rc = ensure_used_cap(c, nphys);
     if (rc)
         return rc;
