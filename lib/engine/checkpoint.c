@@ -56,9 +56,9 @@ static crpm_seg **new_seg_tables(crpm_container *c, uint64_t *protected_bytes, u
     }
     for (int i = 0; i < c->nregions; i++) {
         crpm_region *r = &c->regions[i];
-        if (!r->p_elem_size)
+        if (!r->prot.elem_size)
             continue;
-        uint64_t bytes = r->p_count * r->p_elem_size;
+        uint64_t bytes = r->prot.count * r->prot.elem_size;
         uint64_t ns = (bytes + seg - 1) / seg;
         *protected_bytes += bytes;
         segs[i] = malloc((ns ? ns : 1) * sizeof(crpm_seg));
@@ -91,7 +91,7 @@ static void adopt_saved(crpm_container *c, crpm_seg **segs)
         crpm_region *r = &c->regions[i];
         free(r->segs);
         r->segs = NULL;
-        if (!r->p_elem_size) {
+        if (!r->prot.elem_size) {
             free(segs[i]);
             crpm_track_drop(r);
             continue;
@@ -99,9 +99,9 @@ static void adopt_saved(crpm_container *c, crpm_seg **segs)
         r->saved = 1;
         r->segs = segs[i];
         r->eng->ops->finish(c, r, 1);
-        r->type_code = r->p_type_code;
-        r->elem_size = r->p_elem_size;
-        r->count = r->p_count;
+        r->type_code = r->prot.type_code;
+        r->elem_size = r->prot.elem_size;
+        r->count = r->prot.count;
         r->nsegs = (r->count * r->elem_size + seg - 1) / seg;
         c->regions[m++] = *r;
     }
@@ -136,16 +136,16 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
     crpm_engine *e = crpm_engine_of(c);
     if (!e && rc == 0)
         rc = crpm_error(CRPM_ERR_NOMEM, "out of memory");
-    if (rc == 0 && e->generation != c->generation) {
-        crpm_track_reset(c); /* reloaded (rollback, renumber): the copies are not what the engine knew */
-        e->generation = c->generation;
+    if (rc == 0) {
+        crpm_engine_sync(c);
+        if (e->trk)
+            crpm_track_pagemap.prepare(c);
+        if (e->any_declared)
+            crpm_track_declared.prepare(c);
+        crpm_track_kind.prepare(c);
     }
-    if (rc == 0 && e->trk)
-        crpm_track_pagemap.prepare(c);
-    if (rc == 0 && e->any_declared)
-        crpm_track_declared.prepare(c);
     for (int i = 0; i < c->nregions && rc == 0; i++)
-        if (c->regions[i].p_elem_size)
+        if (c->regions[i].prot.elem_size)
             rc = checkpoint_region(c, &c->regions[i], segs[i], &st);
     if (rc == 0)
         rc = crpm_write_slot(c, c->epoch + 1, user_id, c->nphys, c->regions, c->nregions, segs);

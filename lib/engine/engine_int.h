@@ -7,6 +7,8 @@
  *   tracking.c       change tracking: choosing the ops of a region; compare
  *                    everything; writes declared by the owner
  *   track_pagemap.c  change tracking by the kernel's page tracker (track.c)
+ *   track_kind.c     change tracking by the array's memory kind (memkind.h:
+ *                    kinds that stage their changed blocks, e.g. GPU memory)
  *
  * Change tracking is how a checkpoint learns which blocks of a region may
  * have changed since the last commit.  Each protected region uses one ops
@@ -47,6 +49,7 @@ typedef struct crpm_track_ops {
 extern const crpm_track_ops crpm_track_compare;  /* every block compared */
 extern const crpm_track_ops crpm_track_pagemap;  /* pages the kernel saw written */
 extern const crpm_track_ops crpm_track_declared; /* blocks the owner reported */
+extern const crpm_track_ops crpm_track_kind;     /* blocks the memory kind staged */
 
 /* The engine's state of one protected region. */
 typedef struct crpm_eregion {
@@ -64,6 +67,9 @@ typedef struct crpm_eregion {
     int hot_left;            /* checkpoints left that compare it whole, unscanned (densely written) */
     int hot_len;             /* length of its next hot period */
     int report_fresh;        /* the next scan reports one epoch's writes (not a hot period's) */
+    void *kstate;            /* the memory kind's state (attach), kinds that stage */
+    int synced;              /* the kind's copy is the committed state */
+    int staged;              /* the kind staged this checkpoint */
 } crpm_eregion;
 
 /* The engine's state of one container. */
@@ -74,14 +80,33 @@ struct crpm_engine {
     char track_msg[256];     /* why tracking was not available */
     int any_declared;        /* some region reports its writes (sticky) */
     uint64_t generation;     /* the container's generation the regions' states describe */
+    char *buf;               /* a segment of host bytes: arrays not in host memory are read (or
+                                staged) into it; one per engine (one thread) */
+    uint64_t buf_cap;
+    uint64_t *chg;           /* a segment's bitmap of staged blocks */
+    uint64_t chg_words;
 };
 
 /* engine.c: the engine's state, made on first use (NULL: out of memory). */
 crpm_engine *crpm_engine_of(crpm_container *c);
+/* Brings the regions' tracking state up to the container's generation. */
+void crpm_engine_sync(crpm_container *c);
+/* Its segment buffer (at least len bytes) and a zeroed bitmap of nbits;
+ * NULL after crpm_error when out of memory. */
+char *crpm_engine_buf(crpm_engine *e, uint64_t len);
+uint64_t *crpm_engine_chg(crpm_engine *e, uint64_t nbits);
 
-/* regions.c: the region's bytes as protected now (host memory). */
-static inline const char *crpm_region_bytes(const crpm_region *r) { return (const char *)r->ptr; }
-static inline uint64_t crpm_region_pbytes(const crpm_region *r) { return r->p_count * r->p_elem_size; }
+static inline uint64_t crpm_region_pbytes(const crpm_region *r) { return r->prot.count * r->prot.elem_size; }
+/* Bytes [off, off + len) of r as protected now, readable by the CPU: in place
+ * for host memory, otherwise copied out into the engine's buffer (valid
+ * until the next call).  NULL with *rc set on an error. */
+const char *crpm_region_read(crpm_container *c, const crpm_region *r, uint64_t off, uint64_t len, int *rc);
+static inline const char *crpm_region_src(crpm_container *c, const crpm_region *r, uint64_t off, uint64_t len,
+                                          int *rc)
+{
+    const char *p = (const char *)crpm_array_host(&r->prot);
+    return p ? p + off : crpm_region_read(c, r, off, len, rc);
+}
 
 /* tracking.c */
 /* Chooses r's ops (tracking asked for, memory, declaration) and attaches it;
@@ -89,6 +114,10 @@ static inline uint64_t crpm_region_pbytes(const crpm_region *r) { return r->p_co
 int crpm_track_choose(crpm_container *c, crpm_region *r);
 /* Frees r's state (unprotected, or the region leaves the table). */
 void crpm_track_drop(crpm_region *r);
+/* The memory kind's state of r goes (r's address, size or kind change). */
+void crpm_track_detach_kind(crpm_region *r);
+/* Recovery filled the arrays with the committed state (kinds may sync). */
+void crpm_track_recovered(crpm_container *c);
 /* Every region's knowledge of the copies void (the container was reloaded). */
 void crpm_track_reset(crpm_container *c);
 /* wbits and stale cover r's protected blocks; 0 when out of memory. */
@@ -107,6 +136,10 @@ int crpm_seg_write(crpm_container *c, crpm_seg *s, const char *src, uint64_t len
 /* A tracked segment with a committed copy: see segment.c. */
 int crpm_seg_tracked(crpm_container *c, crpm_eregion *e, crpm_seg *s, const char *src, uint64_t len, uint64_t b0,
                      uint64_t b1, crpm_ck_stats *st);
+/* A segment whose changed blocks a memory kind staged: W (e->wbits) holds
+ * them, stage their bytes (segment-relative); see segment.c. */
+int crpm_seg_staged(crpm_container *c, crpm_eregion *e, crpm_seg *s, const char *stage, uint64_t len, uint64_t b0,
+                    uint64_t b1, crpm_ck_stats *st);
 /* Physical segments: one for the new epoch, and room for n more. */
 int crpm_phys_alloc(crpm_container *c, uint32_t *out);
 int crpm_phys_reserve(crpm_container *c, uint64_t n);

@@ -320,3 +320,66 @@ int crpm_seg_compare(crpm_container *c, crpm_seg *s, const char *src, uint64_t l
     }
     return crpm_seg_write(c, s, src, len, st);
 }
+
+/* Stores block o (n bytes) of a staged segment from src when the copy differs
+ * there (known: it does); the CRC of each chunk is taken from the copy itself
+ * once the walk has left the chunk, since its blocks come from two sources. */
+static void staged_block(seg_write *x, const char *src, uint64_t o, uint64_t n, int known, uint64_t blk,
+                         uint64_t *chunk, crpm_ck_stats *st)
+{
+    if (!known) {
+        st->compared += n;
+        if (!block_differs(src, x->dst + o, n))
+            return;
+    }
+    crpm_persist_copy(&x->c->media, x->dst + o, src, n);
+    st->written += n;
+    st->blocks += (n + blk - 1) / blk;
+    uint64_t ch = x->c->sb.crc_chunk;
+    if (!ch || x->whole_table)
+        return;
+    if (*chunk != UINT64_MAX && *chunk != o / ch)
+        seg_crc(x, *chunk, *chunk + 1);
+    *chunk = o / ch;
+}
+
+/* A segment whose memory kind staged its changed blocks.  W (wbits) holds
+ * them: everywhere else the data equals the committed copy.  S (stale) holds
+ * the blocks where the two copies may differ.  The other copy must become the
+ * committed copy with W's blocks replaced: blocks of W\S differ from it and
+ * are written from the stage without a read, blocks of W n S are compared with
+ * it first, and blocks of S\W are brought to the committed copy's bytes.
+ * After the flip the copies differ at most on W, which becomes S. */
+int crpm_seg_staged(crpm_container *c, crpm_eregion *e, crpm_seg *s, const char *stage, uint64_t len, uint64_t b0,
+                    uint64_t b1, crpm_ck_stats *st)
+{
+    uint64_t blk = c->sb.block_size, *W = e->wbits, *S = e->stale, chunk = UINT64_MAX;
+    if (crpm_next_set(W, b0, b1) == b1)
+        return CRPM_SUCCESS; /* nothing changed: keeps its committed copy */
+    int other = s->state == 1 ? 1 : 0, fresh = s->phys[other] == CRPM_NO_PHYS, rc;
+    if (fresh) {
+        uint32_t p;
+        if ((rc = crpm_phys_alloc(c, &p)) != 0) /* may remap: addresses only after this */
+            return rc;
+        s->phys[other] = p;
+        c->crc_len[p] = 0;
+        crpm_set_bits(S, b0, b1, 1); /* filled below from the committed copy where W is clear */
+    }
+    if ((rc = crpm_reserve_seg(c, s->phys[other], len)) != 0) /* new, or the region grew */
+        return rc;
+    const char *cur = crpm_seg_addr(c, s->phys[s->state - 1]);
+    seg_write x = seg_write_start(c, s->phys[other], NULL, len);
+    x.src = x.dst; /* the CRCs describe what the copy holds once written */
+    crpm_bitwalk it = crpm_walk_start(W, S, CRPM_WALK_OR, b0, b1);
+    for (uint64_t b = crpm_walk_next(&it); b != UINT64_MAX; b = crpm_walk_next(&it)) {
+        uint64_t o = (b - b0) * blk, n = len - o < blk ? len - o : blk;
+        int w = (int)(W[b / 64] >> (b % 64) & 1), sb = (int)(S[b / 64] >> (b % 64) & 1);
+        staged_block(&x, w ? stage + o : cur + o, o, n, fresh || (w && !sb), blk, &chunk, st);
+    }
+    if (chunk != UINT64_MAX)
+        seg_crc(&x, chunk, chunk + 1);
+    seg_write_end(&x);
+    s->state = (uint32_t)other + 1;
+    crpm_merge_bits(S, W, b0, b1, 1);
+    return CRPM_SUCCESS;
+}

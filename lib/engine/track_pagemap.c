@@ -81,8 +81,8 @@ static int scanned_now(const crpm_region *r)
 static const char *pagemap_attach(crpm_container *c, crpm_region *r)
 {
     crpm_tracker *t = c->eng->trk;
-    const char *why = crpm_tracker_memory_check(t, r->ptr, crpm_region_pbytes(r));
-    if (!why && crpm_tracker_add(t, r->ptr, crpm_region_pbytes(r)) != 0)
+    const char *why = crpm_tracker_memory_check(t, r->prot.ptr, crpm_region_pbytes(r));
+    if (!why && crpm_tracker_add(t, r->prot.ptr, crpm_region_pbytes(r)) != 0)
         why = "the kernel refused to write-protect it";
     crpm_error_clear();
     return why;
@@ -95,8 +95,8 @@ static void wanted(crpm_container *c, uintptr_t pg, span_list *want)
         crpm_region *r = &c->regions[i];
         if (!scanned_now(r))
             continue;
-        uintptr_t lo = (uintptr_t)r->ptr & ~(pg - 1);
-        uintptr_t hi = ((uintptr_t)r->ptr + crpm_region_pbytes(r) + pg - 1) & ~(pg - 1);
+        uintptr_t lo = (uintptr_t)r->prot.ptr & ~(pg - 1);
+        uintptr_t hi = ((uintptr_t)r->prot.ptr + crpm_region_pbytes(r) + pg - 1) & ~(pg - 1);
         span_push(want, lo, hi);
     }
     if (!want->n)
@@ -118,7 +118,7 @@ static void report(crpm_region *r, uint64_t blk, const span_list *got, int all)
 {
     crpm_eregion *e = r->eng;
     uint64_t bytes = crpm_region_pbytes(r), words = ((bytes + blk - 1) / blk + 63) / 64;
-    uintptr_t lo = (uintptr_t)r->ptr, hi = lo + bytes;
+    uintptr_t lo = (uintptr_t)r->prot.ptr, hi = lo + bytes;
     memset(e->wbits, all ? 0xff : 0, words * 8);
     e->wbytes = all ? bytes : 0;
     size_t a = 0, b = all ? 0 : got->n; /* first span ending after lo */

@@ -20,7 +20,9 @@
 static int compare_segment(crpm_container *c, crpm_region *r, crpm_seg *s, uint64_t off, uint64_t len, int resized,
                            crpm_ck_stats *st)
 {
-    return crpm_seg_compare(c, s, crpm_region_bytes(r) + off, len, resized, st);
+    int rc = CRPM_SUCCESS;
+    const char *src = crpm_region_src(c, r, off, len, &rc);
+    return src ? crpm_seg_compare(c, s, src, len, resized, st) : rc;
 }
 
 static void compare_finish(crpm_container *c, crpm_region *r, int ok)
@@ -55,7 +57,10 @@ int crpm_track_bits_segment(crpm_container *c, crpm_region *r, crpm_seg *s, uint
                             int resized, crpm_ck_stats *st)
 {
     crpm_eregion *e = r->eng;
-    const char *src = crpm_region_bytes(r) + off;
+    int rc = CRPM_SUCCESS;
+    const char *src = crpm_region_src(c, r, off, len, &rc);
+    if (!src)
+        return rc;
     if (!e->scanned) /* no report this time (hot, or no memory for bitmaps): compared whole */
         return crpm_seg_compare(c, s, src, len, resized, st);
     uint64_t blk = c->sb.block_size, b0 = off / blk, b1 = b0 + (len + blk - 1) / blk;
@@ -63,7 +68,7 @@ int crpm_track_bits_segment(crpm_container *c, crpm_region *r, crpm_seg *s, uint
         return crpm_seg_tracked(c, e, s, src, len, b0, b1, st);
     /* a segment whose length changed is rewritten: the committed copy's
      * last CRC describes its old length */
-    int rc = crpm_seg_write(c, s, src, len, st);
+    rc = crpm_seg_write(c, s, src, len, st);
     crpm_set_bits(e->stale, b0, b1, 1); /* only one copy, or unknown */
     return rc;
 }
@@ -109,7 +114,7 @@ const crpm_track_ops crpm_track_declared = {"declared", NULL, declared_prepare, 
 int crpm_container_declare_writes(crpm_container *c, int32_t id)
 {
     crpm_region *r = crpm_region_find(c, id);
-    if (!r || !r->p_elem_size || !r->eng)
+    if (!r || !r->prot.elem_size || !r->eng)
         return crpm_error(CRPM_ERR_INVAL, "declare writes: id %d is not protected", id);
     crpm_engine *e = crpm_engine_of(c);
     if (!e)
@@ -138,6 +143,13 @@ void crpm_container_written(crpm_container *c, int32_t id, uint64_t off, uint64_
 
 /* ---- choosing ------------------------------------------------------------------- */
 
+/* Why memory of r's kind is compared whole although tracking was asked for. */
+static const char *untrackable(const crpm_mem_kind *k)
+{
+    return k->flags & CRPM_MEM_HOST ? "its memory kind is not followed by the kernel's page tracker"
+                                    : "not host memory: compared through its memory kind";
+}
+
 int crpm_track_choose(crpm_container *c, crpm_region *r)
 {
     crpm_engine *eng = crpm_engine_of(c);
@@ -146,28 +158,45 @@ int crpm_track_choose(crpm_container *c, crpm_region *r)
     if (!eng)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     crpm_eregion *e = r->eng;
+    const crpm_mem_kind *k = crpm_array_kind(&r->prot);
     if (!e->ops)
         e->rescan_all = 1; /* nothing is known about the copies yet */
     const crpm_track_ops *ops = &crpm_track_compare;
     const char *why = eng->want_tracking && !eng->trk ? eng->track_msg : NULL;
     if (!crpm_region_pbytes(r)) {
         why = NULL; /* nothing to follow */
+    } else if (k->stage) {
+        why = crpm_track_kind.attach(c, r); /* the kind finds its changes, tracking asked for or not */
+        ops = why ? &crpm_track_compare : &crpm_track_kind;
     } else if (e->declared) {
         ops = &crpm_track_declared;
         why = NULL;
-    } else if (eng->trk) {
+    } else if (eng->trk && (k->flags & CRPM_MEM_TRACKABLE) && (k->flags & CRPM_MEM_HOST)) {
         why = crpm_track_pagemap.attach(c, r);
         ops = why ? &crpm_track_compare : &crpm_track_pagemap;
+    } else if (eng->trk) {
+        why = untrackable(k);
     }
     e->ops = ops;
     e->why = why;
     return CRPM_SUCCESS;
 }
 
+void crpm_track_detach_kind(crpm_region *r)
+{
+    crpm_eregion *e = r->eng;
+    if (!e || !e->kstate)
+        return;
+    crpm_array_kind(&r->prot)->detach(e->kstate);
+    e->kstate = NULL;
+    e->synced = e->staged = 0;
+}
+
 void crpm_track_drop(crpm_region *r)
 {
     if (!r->eng)
         return;
+    crpm_track_detach_kind(r);
     free(r->eng->wbits);
     free(r->eng->stale);
     free(r->eng);
@@ -180,5 +209,6 @@ void crpm_track_reset(crpm_container *c)
         if (c->regions[i].eng) {
             c->regions[i].eng->stale_valid = 0;
             c->regions[i].eng->rescan_all = 1;
+            c->regions[i].eng->synced = 0;
         }
 }

@@ -130,12 +130,9 @@ typedef struct crpm_region {
     uint64_t count;
     uint64_t nsegs;
     crpm_seg *segs;
-    /* as protected now (p_elem_size == 0: not protected); becomes the saved
-     * description when the next checkpoint commits */
-    void *ptr;
-    int32_t p_type_code;
-    uint64_t p_elem_size;
-    uint64_t p_count;
+    /* as protected now (prot.elem_size == 0: not protected; prot.name is
+     * NULL); becomes the saved description when the next checkpoint commits */
+    crpm_array prot;
     /* The engine's state of the region (change tracking: engine/engine_int.h).
      * Opaque here: the format layer only carries it along when it reloads
      * the region table (crpm_load_slot). */
@@ -207,5 +204,10 @@ int crpm_parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int *n
                       uint64_t *nphys);
 int crpm_view_load(crpm_container *c, int with_data);
 
+/* Copies saved region r of the committed epoch into host memory dst, or
+ * into the array `to` through its memory kind (util/memkind.h), checking
+ * every chunk's CRC on the way (CRPM_ERR_CORRUPT names the array and the
+ * byte offset; what arrived so far stays). */
 int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst);
+int crpm_copy_saved_array(crpm_container *c, const crpm_region *r, const crpm_array *to);
 #endif

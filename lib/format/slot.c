@@ -43,11 +43,11 @@ int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_
     uint64_t body = 0;
     uint32_t nsaved = 0;
     for (int i = 0; i < nregs; i++) {
-        if (!regs[i].p_elem_size)
+        if (!regs[i].prot.elem_size)
             continue; /* not protected: not part of this epoch */
         nsaved++;
         body += sizeof(struct crpm_slot_region) +
-                crpm_nsegs_for(regs[i].p_count * regs[i].p_elem_size, c->sb.segment_size) * sizeof(struct crpm_slot_seg);
+                crpm_nsegs_for(regs[i].prot.count * regs[i].prot.elem_size, c->sb.segment_size) * sizeof(struct crpm_slot_seg);
     }
     if (sizeof(struct crpm_slot_hdr) + body > c->sb.slot_size)
         return slot_full(c, nsaved, body);
@@ -71,10 +71,10 @@ int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_
     h->nregions = nsaved;
     char *p = buf + sizeof *h;
     for (int i = 0; i < nregs; i++) {
-        uint64_t bytes = regs[i].p_count * regs[i].p_elem_size;
-        if (!regs[i].p_elem_size)
+        uint64_t bytes = regs[i].prot.count * regs[i].prot.elem_size;
+        if (!regs[i].prot.elem_size)
             continue;
-        struct crpm_slot_region r = {regs[i].id, regs[i].p_type_code, regs[i].p_elem_size, regs[i].p_count,
+        struct crpm_slot_region r = {regs[i].id, regs[i].prot.type_code, regs[i].prot.elem_size, regs[i].prot.count,
                                      crpm_nsegs_for(bytes, c->sb.segment_size)};
         memcpy(p, &r, sizeof r);
         p += sizeof r;
@@ -295,7 +295,7 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
     qsort(byid, (size_t)n, sizeof *byid, cmp_i64);
     for (int i = 0; i < c->nregions; i++) {
         crpm_region *old = &c->regions[i];
-        if (!old->p_elem_size)
+        if (!old->prot.elem_size)
             continue; /* not protected */
         int j = find_sorted(byid, n, old->id);
         if (j < 0)
@@ -305,10 +305,7 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
             merged[m].id = old->id;
             m++;
         }
-        merged[j].ptr = old->ptr;
-        merged[j].p_type_code = old->p_type_code;
-        merged[j].p_elem_size = old->p_elem_size;
-        merged[j].p_count = old->p_count;
+        merged[j].prot = old->prot;
         merged[j].eng = old->eng; /* void now: see generation */
         old->eng = NULL;
     }

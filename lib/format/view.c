@@ -148,7 +148,7 @@ int crpm_container_region(const crpm_container *c, int idx, crpm_array *out)
     if (i < 0)
         return crpm_error(CRPM_ERR_RANGE, "region index %d out of range", idx);
     const crpm_region *r = &c->regions[i];
-    *out = (crpm_array){r->id, r->type_code, r->elem_size, r->count, NULL, NULL};
+    *out = (crpm_array){r->id, r->type_code, r->elem_size, r->count, NULL, NULL, NULL};
     return CRPM_SUCCESS;
 }
 

@@ -4,7 +4,8 @@
  * each case must end in an error or in exactly the known content of the epoch
  * it reports (K or K-1); never a crash, a hang (alarm) or wrong data.
  *
- *   test_fuzz DIR [CASES [SEED]]   fuzz (default 2000 cases)
+ *   test_fuzz DIR [CASES [SEED [device]]]   fuzz (default 2000 cases); device:
+ *                                  recovery into mock device memory (mock_device.h)
  *   test_fuzz DIR flip OUT         write a container whose committed data has
  *                                  one flipped byte to OUT (for crpm-inspect) */
 #include <fcntl.h>
@@ -13,11 +14,13 @@
 #include <unistd.h>
 #include "check.h"
 #include "engine.h"
+#include "mock_device.h"
 
 #define NREG 3
 #define K 4 /* committed epoch of the pristine containers */
 static const uint64_t sizes[NREG] = {20000, 4099, 64}; /* several segments, a partial chunk, one chunk */
 static char *ref[K + 1][NREG];
+static int device; /* recover into mock device memory */
 
 static void epoch_data(uint64_t *s, int k)
 {
@@ -165,9 +168,23 @@ static int check_case(const char *path, char **got, const char *what)
         bad = 1;
     } else {
         /* recovery through protected arrays: error or exact */
-        for (int i = 0; i < NREG; i++)
-            crpm_container_protect(c, i + 1, got[i], sizes[i], CRPM_TC_BYTE, 1);
-        if (crpm_container_recover(c) == 0)
+        char *dev[NREG] = {NULL};
+        for (int i = 0; i < NREG; i++) {
+            if (!device) {
+                crpm_container_protect(c, i + 1, got[i], sizes[i], CRPM_TC_BYTE, 1);
+                continue;
+            }
+            dev[i] = mock_malloc(sizes[i]);
+            crpm_array a = {i + 1, CRPM_TC_BYTE, 1, sizes[i], mock_dev(dev[i]), NULL,
+                            i % 2 ? &mock_kind_copy : &mock_kind_diff};
+            crpm_container_protect_array(c, &a);
+        }
+        int rrc = crpm_container_recover(c);
+        for (int i = 0; device && i < NREG; i++) {
+            memcpy(got[i], dev[i], sizes[i]);
+            mock_free(dev[i]);
+        }
+        if (rrc == 0)
             for (int i = 0; i < NREG; i++)
                 if (memcmp(got[i], ref[e][i], sizes[i]) != 0) {
                     fprintf(stderr, "FAIL (%s): recover of epoch %llu gave wrong data\n", what,
@@ -251,6 +268,7 @@ int main(int argc, char **argv)
         return make_flip(argv[3]);
     int cases = argc > 2 ? atoi(argv[2]) : 2000;
     uint64_t seed = argc > 3 ? strtoull(argv[3], NULL, 10) : 2024;
+    device = argc > 4 && strcmp(argv[4], "device") == 0;
     char pristine[2][512], path[512];
     snprintf(pristine[0], sizeof pristine[0], "%s/fuzz-a-%d.crpm", dir, (int)getpid());
     snprintf(pristine[1], sizeof pristine[1], "%s/fuzz-b-%d.crpm", dir, (int)getpid());
@@ -296,6 +314,7 @@ int main(int argc, char **argv)
     for (int k = 1; k <= K; k++)
         for (int r = 0; r < NREG; r++)
             free(ref[k][r]);
-    printf("fuzz cases: %d (%d rejected at open), failures: %d\n", cases, rejected, failures);
+    printf("fuzz cases: %d (%d rejected at open)%s, failures: %d\n", cases, rejected,
+           device ? ", recovered into mock device memory" : "", failures);
     return failures ? 1 : 0;
 }
