@@ -43,47 +43,41 @@ static int checkpoint_region(crpm_container *c, crpm_region *r, crpm_seg *segs, 
     return CRPM_SUCCESS;
 }
 
-/* Segment tables of the epoch being written: each protected region keeps
- * its committed segments and gets empty ones where it grew (*fresh counts
- * them).  NULL with *rc set when out of memory. */
-static crpm_seg **new_seg_tables(crpm_container *c, uint64_t *protected_bytes, uint64_t *fresh, int *rc)
+/* Segment tables of the epoch being written: each protected region with
+ * segments of its own keeps its committed ones and gets empty ones where it
+ * grew (*fresh counts them); packed regions get none (pack.c). */
+static int new_seg_tables(crpm_container *c, crpm_layout *lay, uint64_t *protected_bytes, uint64_t *fresh)
 {
     uint64_t seg = c->sb.segment_size;
-    crpm_seg **segs = calloc((size_t)c->nregions + 1, sizeof *segs);
-    if (!segs) {
-        *rc = crpm_error(CRPM_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
+    lay->segs = calloc((size_t)c->nregions + 1, sizeof *lay->segs);
+    if (!lay->segs)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     for (int i = 0; i < c->nregions; i++) {
         crpm_region *r = &c->regions[i];
         if (!r->prot.elem_size)
             continue;
-        uint64_t bytes = r->prot.count * r->prot.elem_size;
-        uint64_t ns = (bytes + seg - 1) / seg;
+        uint64_t bytes = crpm_region_pbytes(r), ns = (bytes + seg - 1) / seg;
         *protected_bytes += bytes;
-        segs[i] = malloc((ns ? ns : 1) * sizeof(crpm_seg));
-        if (!segs[i]) {
-            for (int j = 0; j < i; j++)
-                free(segs[j]);
-            free(segs);
-            *rc = crpm_error(CRPM_ERR_NOMEM, "out of memory");
-            return NULL;
-        }
+        if (r->eng->ops == &crpm_track_packed)
+            continue;
+        lay->segs[i] = malloc((ns ? ns : 1) * sizeof(crpm_seg));
+        if (!lay->segs[i])
+            return crpm_error(CRPM_ERR_NOMEM, "out of memory");
         for (uint64_t k = 0; k < ns; k++) {
             if (r->saved && k < r->nsegs) {
-                segs[i][k] = r->segs[k];
+                lay->segs[i][k] = r->segs[k];
             } else {
-                segs[i][k] = (crpm_seg){{CRPM_NO_PHYS, CRPM_NO_PHYS}, 0};
+                lay->segs[i][k] = (crpm_seg){{CRPM_NO_PHYS, CRPM_NO_PHYS}, 0};
                 (*fresh)++;
             }
         }
     }
-    return segs;
+    return CRPM_SUCCESS;
 }
 
 /* Committed: the protected set becomes the saved set (unprotected regions
- * leave it), with the new segment tables. */
-static void adopt_saved(crpm_container *c, crpm_seg **segs)
+ * leave it), laid out as lay says. */
+static void adopt_saved(crpm_container *c, crpm_layout *lay)
 {
     uint64_t seg = c->sb.segment_size;
     int m = 0;
@@ -92,28 +86,55 @@ static void adopt_saved(crpm_container *c, crpm_seg **segs)
         free(r->segs);
         r->segs = NULL;
         if (!r->prot.elem_size) {
-            free(segs[i]);
+            free(lay->segs[i]);
             crpm_track_drop(r);
             continue;
         }
         r->saved = 1;
-        r->segs = segs[i];
+        r->segs = lay->segs[i];
+        r->pack = lay->pack[i];
+        r->pack_off = lay->pack_off[i];
         r->eng->ops->finish(c, r, 1);
         r->type_code = r->prot.type_code;
         r->elem_size = r->prot.elem_size;
         r->count = r->prot.count;
-        r->nsegs = (r->count * r->elem_size + seg - 1) / seg;
+        r->nsegs = r->pack == CRPM_NO_PACK ? (r->count * r->elem_size + seg - 1) / seg : 0;
         c->regions[m++] = *r;
     }
     c->nregions = m;
-    free(segs);
+    free(c->packs);
+    c->packs = lay->packs;
+    c->npacks = lay->npacks;
+    free(lay->segs);
+    free(lay->pack);
+    free(lay->pack_off);
+    memset(lay, 0, sizeof *lay);
     crpm_mark_used(c);
+}
+
+/* The data pass: every region with segments of its own, then the packs. */
+static int write_data(crpm_container *c, crpm_layout *lay, const crpm_packing *pk, crpm_ck_stats *st)
+{
+    crpm_engine *e = c->eng;
+    crpm_engine_sync(c);
+    if (e->trk)
+        crpm_track_pagemap.prepare(c);
+    if (e->any_declared)
+        crpm_track_declared.prepare(c);
+    crpm_track_kind.prepare(c);
+    int rc = CRPM_SUCCESS;
+    for (int i = 0; i < c->nregions && rc == 0; i++)
+        if (lay->segs[i])
+            rc = checkpoint_region(c, &c->regions[i], lay->segs[i], st);
+    return rc ? rc : crpm_pack_write(c, lay, pk, st);
 }
 
 int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t *out)
 {
     if (c->read_only)
         return crpm_error(CRPM_ERR_STATE, "%s is open read-only", c->path);
+    if (!crpm_engine_of(c))
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     double t0 = mono();
     uint64_t drains0 = c->media.drains;
     uint64_t protected_bytes = 0;
@@ -126,29 +147,20 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
     c->prev_ok = 0;
 
     uint64_t fresh = 0;
-    crpm_seg **segs = new_seg_tables(c, &protected_bytes, &fresh, &rc);
-    if (!segs)
-        return rc;
+    crpm_layout lay = {0};
+    crpm_packing pk = {0};
+    rc = new_seg_tables(c, &lay, &protected_bytes, &fresh);
+    if (rc == 0)
+        rc = crpm_pack_plan(c, &lay, &pk, &fresh);
     /* one pool growth for all new segments instead of one per segment */
     if (rc == 0 && fresh)
         rc = crpm_phys_reserve(c, fresh);
     crpm_ck_stats st = {0, 0, 0};
-    crpm_engine *e = crpm_engine_of(c);
-    if (!e && rc == 0)
-        rc = crpm_error(CRPM_ERR_NOMEM, "out of memory");
-    if (rc == 0) {
-        crpm_engine_sync(c);
-        if (e->trk)
-            crpm_track_pagemap.prepare(c);
-        if (e->any_declared)
-            crpm_track_declared.prepare(c);
-        crpm_track_kind.prepare(c);
-    }
-    for (int i = 0; i < c->nregions && rc == 0; i++)
-        if (c->regions[i].prot.elem_size)
-            rc = checkpoint_region(c, &c->regions[i], segs[i], &st);
     if (rc == 0)
-        rc = crpm_write_slot(c, c->epoch + 1, user_id, c->nphys, c->regions, c->nregions, segs);
+        rc = write_data(c, &lay, &pk, &st);
+    crpm_packing_free(&pk);
+    if (rc == 0)
+        rc = crpm_write_slot(c, c->epoch + 1, user_id, c->nphys, c->regions, c->nregions, &lay);
     if (rc == 0) {
         crpm_persist_drain(&c->media);
         if (c->hook)
@@ -156,9 +168,7 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
         rc = crpm_write_commit(c, c->epoch + 1, 0);
     }
     if (rc) {
-        for (int i = 0; i < c->nregions; i++)
-            free(segs[i]);
-        free(segs);
+        crpm_layout_free(&lay, c->nregions);
         crpm_mark_used(c); /* forget allocations of the failed attempt */
         crpm_crc_trust_committed(c); /* the other copies' tables were partly rewritten */
         for (int i = 0; i < c->nregions; i++)
@@ -167,7 +177,7 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
         return rc;
     }
 
-    adopt_saved(c, segs);
+    adopt_saved(c, &lay);
     c->user_id = user_id;
     c->prev_ok = 1;
 

@@ -9,6 +9,7 @@
  *   track_pagemap.c  change tracking by the kernel's page tracker (track.c)
  *   track_kind.c     change tracking by the array's memory kind (memkind.h:
  *                    kinds that stage their changed blocks, e.g. GPU memory)
+ *   pack.c           small arrays sharing segments (packs, format.h)
  *
  * Change tracking is how a checkpoint learns which blocks of a region may
  * have changed since the last commit.  Each protected region uses one ops
@@ -50,6 +51,7 @@ extern const crpm_track_ops crpm_track_compare;  /* every block compared */
 extern const crpm_track_ops crpm_track_pagemap;  /* pages the kernel saw written */
 extern const crpm_track_ops crpm_track_declared; /* blocks the owner reported */
 extern const crpm_track_ops crpm_track_kind;     /* blocks the memory kind staged */
+extern const crpm_track_ops crpm_track_packed;   /* small: compared with its pack (pack.c) */
 
 /* The engine's state of one protected region. */
 typedef struct crpm_eregion {
@@ -125,6 +127,22 @@ int crpm_track_bits(crpm_eregion *e, uint64_t bytes, uint64_t blk);
 /* The segment step of the ops whose report fills wbits (pagemap, declared). */
 int crpm_track_bits_segment(crpm_container *c, crpm_region *r, crpm_seg *s, uint64_t off, uint64_t len,
                             int resized, crpm_ck_stats *st);
+
+/* pack.c */
+/* The largest array packed (0: the container has no packs). */
+uint64_t crpm_pack_max(const crpm_container *c);
+/* The members of each pack of a plan: regions members[first[k] ..
+ * first[k + 1]) lie in pack k, which continues pack origin[k] of the
+ * committed epoch (CRPM_NO_PACK: a new pack). */
+typedef struct crpm_packing {
+    uint32_t *first, *members, *origin;
+} crpm_packing;
+/* Fills lay's pack, pack_off and packs for the protected regions whose ops
+ * are crpm_track_packed; *fresh counts the new packs. */
+int crpm_pack_plan(crpm_container *c, crpm_layout *lay, crpm_packing *pk, uint64_t *fresh);
+/* Gathers each pack and brings its other copy up to date. */
+int crpm_pack_write(crpm_container *c, const crpm_layout *lay, const crpm_packing *pk, crpm_ck_stats *st);
+void crpm_packing_free(crpm_packing *pk);
 
 /* segment.c */
 /* Compares segment src (len bytes) with its committed copy and, when they

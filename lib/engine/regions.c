@@ -60,6 +60,7 @@ int crpm_container_protect_array(crpm_container *c, const crpm_array *a)
         r = &c->regions[c->nregions++];
         memset(r, 0, sizeof *r);
         r->id = id;
+        r->pack = CRPM_NO_PACK;
         crpm_idindex_append(&c->rindex, region_recs(c), c->nregions - 1);
     }
     uint64_t bytes = crpm_array_bytes(a);

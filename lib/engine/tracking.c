@@ -7,6 +7,8 @@
  *             level-3 parity); only those blocks, and the blocks where the
  *             two copies may differ, are compared
  *   pagemap   track_pagemap.c: the pages the kernel saw written
+ *   kind      track_kind.c: the blocks the array's memory kind staged
+ *   packed    small arrays, compared with the other arrays of their pack
  *
  * The ops that fill a region's wbits share the segment step
  * (crpm_track_bits_segment) and its commit bookkeeping. */
@@ -33,6 +35,10 @@ static void compare_finish(crpm_container *c, crpm_region *r, int ok)
 }
 
 const crpm_track_ops crpm_track_compare = {"compare", NULL, NULL, compare_segment, compare_finish};
+
+/* Packed arrays have no segments of their own: their pack is gathered and
+ * compared whole (pack.c), so no segment step. */
+const crpm_track_ops crpm_track_packed = {"packed", NULL, NULL, NULL, compare_finish};
 
 /* ---- ops that report into wbits ------------------------------------------------ */
 
@@ -163,8 +169,12 @@ int crpm_track_choose(crpm_container *c, crpm_region *r)
         e->rescan_all = 1; /* nothing is known about the copies yet */
     const crpm_track_ops *ops = &crpm_track_compare;
     const char *why = eng->want_tracking && !eng->trk ? eng->track_msg : NULL;
-    if (!crpm_region_pbytes(r)) {
+    uint64_t bytes = crpm_region_pbytes(r);
+    if (!bytes) {
         why = NULL; /* nothing to follow */
+    } else if (bytes <= crpm_pack_max(c) && !e->declared) {
+        ops = &crpm_track_packed;
+        why = eng->want_tracking ? "small: packed with other small arrays and compared with them" : NULL;
     } else if (k->stage) {
         why = crpm_track_kind.attach(c, r); /* the kind finds its changes, tracking asked for or not */
         ops = why ? &crpm_track_compare : &crpm_track_kind;

@@ -62,6 +62,11 @@ void crpm_crc_trust_committed(crpm_container *c)
     if (c->used_cap)
         memset(c->crc_len, 0, c->used_cap * sizeof *c->crc_len);
     uint64_t seg = c->sb.segment_size;
+    for (uint32_t k = 0; k < c->npacks; k++) {
+        const crpm_seg *s = &c->packs[k].seg;
+        if (s->state && s->phys[s->state - 1] < c->used_cap)
+            c->crc_len[s->phys[s->state - 1]] = (uint32_t)c->packs[k].len;
+    }
     for (int i = 0; i < c->nregions; i++) {
         const crpm_region *r = &c->regions[i];
         uint64_t bytes = r->count * r->elem_size;
@@ -168,11 +173,43 @@ static int copy_seg_checked(crpm_container *c, const crpm_region *r, uint64_t of
     return CRPM_SUCCESS;
 }
 
+/* A packed region: the chunks of its pack that hold it are copied and
+ * checked in a buffer, then its bytes go to dst or, through its kind, to. */
+static int copy_packed(crpm_container *c, const crpm_region *r, void *dst, const crpm_array *to)
+{
+    const crpm_pack *p = &c->packs[r->pack];
+    uint64_t bytes = r->count * r->elem_size, ch = c->sb.crc_chunk ? c->sb.crc_chunk : c->sb.segment_size;
+    uint64_t lo = r->pack_off / ch * ch, hi = (r->pack_off + bytes + ch - 1) / ch * ch;
+    if (hi > p->len)
+        hi = p->len;
+    uint32_t phys = p->seg.phys[p->seg.state - 1];
+    const char *src = crpm_seg_addr(c, phys);
+    const uint32_t *tab = crc_table(c, phys);
+    char *buf = malloc(hi - lo);
+    if (!buf)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    memcpy(buf, src + lo, hi - lo);
+    int rc = CRPM_SUCCESS;
+    for (uint64_t o = lo; c->sb.crc_chunk && o < hi && rc == 0; o += ch) {
+        uint64_t l = hi - o < ch ? hi - o : ch;
+        if (chunk_crc(c, phys, o / ch, buf + (o - lo), l) != tab[o / ch])
+            rc = bad_chunk(c, r, o > r->pack_off ? o - r->pack_off : 0, phys);
+    }
+    if (rc == 0 && dst)
+        memcpy(dst, buf + (r->pack_off - lo), bytes);
+    else if (rc == 0)
+        rc = crpm_array_write(to, 0, buf + (r->pack_off - lo), bytes);
+    free(buf);
+    return rc;
+}
+
 /* Copies saved region r (committed epoch) into host memory dst, or, when
  * dst is NULL, into the array `to` through its memory kind: each segment is
  * checked in a host buffer first, then copied in. */
 static int copy_saved(crpm_container *c, const crpm_region *r, void *dst, const crpm_array *to)
 {
+    if (r->pack != CRPM_NO_PACK)
+        return copy_packed(c, r, dst, to);
     uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size;
     char *bounce = NULL;
     if (dst)
@@ -208,11 +245,60 @@ int crpm_copy_saved_array(crpm_container *c, const crpm_region *r, const crpm_ar
     return host || !crpm_array_bytes(to) ? copy_saved(c, r, host, NULL) : copy_saved(c, r, NULL, to);
 }
 
+typedef struct verify_state {
+    FILE *out;
+    uint64_t bad, chunks;
+    int rc;
+    char first[1024];
+} verify_state;
+
+/* The first saved region packed in pack k that has bytes in [lo, hi). */
+static const crpm_region *packed_in(const crpm_container *c, uint32_t k, uint64_t lo, uint64_t hi)
+{
+    for (int i = 0; i < c->nregions; i++) {
+        const crpm_region *r = &c->regions[i];
+        if (r->saved && r->pack == k && r->pack_off < hi && r->pack_off + r->count * r->elem_size > lo)
+            return r;
+    }
+    return NULL;
+}
+
+/* Checks the chunks of len bytes of physical segment phys: region r's
+ * segment at byte off, or (r NULL) pack k. */
+static void verify_seg(const crpm_container *c, const crpm_region *r, uint64_t off, uint32_t k, uint32_t phys,
+                       uint64_t len, verify_state *v)
+{
+    uint64_t ch = c->sb.crc_chunk;
+    const char *src = crpm_seg_addr((crpm_container *)c, phys);
+    const uint32_t *tab = crc_table(c, phys);
+    for (uint64_t p = 0; p < len; p += ch) {
+        uint64_t l = len - p < ch ? len - p : ch;
+        v->chunks++;
+        if (chunk_crc(c, phys, p / ch, src + p, l) == tab[p / ch])
+            continue;
+        const crpm_region *who = r ? r : packed_in(c, k, p, p + l);
+        uint64_t at = r ? off + p : who && who->pack_off < p ? p - who->pack_off : 0;
+        if (v->out && v->bad < 100 && who)
+            fprintf(v->out, "  BAD: array id %d, byte offset %llu (%llu bytes), physical segment %u\n", who->id,
+                    (unsigned long long)at, (unsigned long long)l, phys);
+        else if (v->out && v->bad < 100)
+            fprintf(v->out, "  BAD: unused bytes %llu..%llu of pack %u, physical segment %u\n",
+                    (unsigned long long)p, (unsigned long long)(p + l), k, phys);
+        if (!v->bad++) {
+            v->rc = who ? bad_chunk(c, who, at, phys)
+                        : crpm_error(CRPM_ERR_CORRUPT, "%s: checkpoint data is corrupt: pack %u, bytes %llu..%llu "
+                                     "(epoch %llu, CRC32C mismatch in physical segment %u)", c->path, k,
+                                     (unsigned long long)p, (unsigned long long)(p + l),
+                                     (unsigned long long)c->epoch, phys);
+            snprintf(v->first, sizeof v->first, "%s", crpm_last_error());
+        }
+    }
+}
+
 int crpm_container_verify(const crpm_container *c, FILE *out)
 {
-    uint64_t seg = c->sb.segment_size, ch = c->sb.crc_chunk, bad = 0, chunks = 0;
-    int rc = CRPM_SUCCESS;
-    char first[1024] = "";
+    uint64_t seg = c->sb.segment_size, ch = c->sb.crc_chunk;
+    verify_state v = {out, 0, 0, CRPM_SUCCESS, ""};
     if (!ch) {
         if (out)
             fprintf(out, "data checksums: none (container created without them)\n");
@@ -224,31 +310,16 @@ int crpm_container_verify(const crpm_container *c, FILE *out)
         for (uint64_t k = 0; r->saved && k < r->nsegs; k++) {
             uint64_t off = k * seg, len = bytes - off < seg ? bytes - off : seg;
             const crpm_seg *s = &r->segs[k];
-            if (s->state == 0)
-                continue; /* reported by recovery as missing data */
-            uint32_t phys = s->phys[s->state - 1];
-            const char *src = crpm_seg_addr((crpm_container *)c, phys);
-            const uint32_t *tab = crc_table(c, phys);
-            for (uint64_t p = 0; p < len; p += ch) {
-                uint64_t l = len - p < ch ? len - p : ch;
-                chunks++;
-                if (chunk_crc(c, phys, p / ch, src + p, l) == tab[p / ch])
-                    continue;
-                if (out && bad < 100)
-                    fprintf(out, "  BAD: array id %d, byte offset %llu (%llu bytes), physical segment %u\n", r->id,
-                            (unsigned long long)(off + p), (unsigned long long)l, phys);
-                if (!bad++) {
-                    rc = bad_chunk(c, r, off + p, phys);
-                    snprintf(first, sizeof first, "%s", crpm_last_error());
-                }
-            }
+            if (s->state) /* state 0 is reported by recovery as missing data */
+                verify_seg(c, r, off, 0, s->phys[s->state - 1], len, &v);
         }
     }
+    for (uint32_t k = 0; k < c->npacks; k++)
+        verify_seg(c, NULL, 0, k, c->packs[k].seg.phys[c->packs[k].seg.state - 1], c->packs[k].len, &v);
     if (out)
-        fprintf(out, "data checksums: %llu chunks of %llu bytes checked, %llu bad\n", (unsigned long long)chunks,
-                (unsigned long long)ch, (unsigned long long)bad);
-    if (bad)
-        crpm_error(CRPM_ERR_CORRUPT, "%llu corrupt data chunk(s); the first: %s", (unsigned long long)bad, first);
-    return rc;
+        fprintf(out, "data checksums: %llu chunks of %llu bytes checked, %llu bad\n", (unsigned long long)v.chunks,
+                (unsigned long long)ch, (unsigned long long)v.bad);
+    if (v.bad)
+        crpm_error(CRPM_ERR_CORRUPT, "%llu corrupt data chunk(s); the first: %s", (unsigned long long)v.bad, v.first);
+    return v.rc;
 }
-

@@ -121,6 +121,12 @@ typedef struct crpm_seg {
     uint32_t state;
 } crpm_seg;
 
+/* A pack: one segment shared by small arrays (format.h, version 3). */
+typedef struct crpm_pack {
+    crpm_seg seg;            /* its two copies */
+    uint64_t len;            /* bytes in use (what its CRC table covers) */
+} crpm_pack;
+
 typedef struct crpm_region {
     /* as saved in the committed epoch (saved == 0: not in it) */
     int saved;
@@ -128,8 +134,10 @@ typedef struct crpm_region {
     int32_t type_code;
     uint64_t elem_size;
     uint64_t count;
-    uint64_t nsegs;
+    uint64_t nsegs;          /* its own segments (0 when packed) */
     crpm_seg *segs;
+    uint32_t pack;           /* its pack in c->packs, or CRPM_NO_PACK */
+    uint64_t pack_off;       /* packed: where its bytes start in the pack */
     /* as protected now (prot.elem_size == 0: not protected; prot.name is
      * NULL); becomes the saved description when the next checkpoint commits */
     crpm_array prot;
@@ -150,6 +158,8 @@ struct crpm_container {
     uint64_t nphys;          /* segments the pool holds (file extent) */
     crpm_region *regions;
     int nregions, cap_regions;
+    crpm_pack *packs;        /* the committed epoch's packs */
+    uint32_t npacks;
     crpm_idindex rindex;     /* regions by id */
     uint8_t *used;           /* per physical segment: referenced or allocated */
     uint64_t used_cap;
@@ -173,8 +183,20 @@ struct crpm_container {
 /* container.c */
 uint64_t crpm_commit_word(uint64_t nonce, uint64_t epoch, int in_progress);
 int crpm_write_commit(crpm_container *c, uint64_t epoch, int in_progress);
+/* Where the regions' bytes lie in an epoch being written: per region its
+ * segments (NULL: packed, or not protected) or its pack and offset, and the
+ * packs. */
+typedef struct crpm_layout {
+    crpm_seg **segs;
+    uint32_t *pack;          /* CRPM_NO_PACK: its own segments */
+    uint64_t *pack_off;
+    crpm_pack *packs;
+    uint32_t npacks;
+} crpm_layout;
+void crpm_layout_free(crpm_layout *l, int nregs);
+/* Writes the slot of `epoch`: the protected regions (prot) laid out as lay says. */
 int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_t nphys,
-                    crpm_region *regs, int nregs, crpm_seg **segs);
+                    const crpm_region *regs, int nregs, const crpm_layout *lay);
 int crpm_load_slot(crpm_container *c, uint64_t epoch);
 int crpm_grow_pool(crpm_container *c, uint64_t min_nphys);
 int crpm_reserve_seg(crpm_container *c, uint32_t phys, uint64_t len);
@@ -200,8 +222,16 @@ uint64_t crpm_fmt_now_ns(void);
 uint32_t crpm_meta_crc(const void *p, size_t n, uint32_t seed);
 uint64_t crpm_nsegs_for(uint64_t bytes, uint64_t seg);
 void crpm_compute_prev(crpm_container *c);
-int crpm_parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int *nout, uint64_t *user_id,
-                      uint64_t *nphys);
+/* Parses slot epoch % 2: its regions, packs (packs may be NULL: not
+ * wanted), user id and pool size. */
+int crpm_parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int *nout, crpm_pack **packs,
+                    uint32_t *npacks, uint64_t *user_id, uint64_t *nphys);
+/* The committed copies of saved region r: *n entries; byte o of r lies in
+ * entry o / segment_size, at offset *base + o % segment_size of the entry's
+ * committed copy (a packed region: one entry, its pack's, *base its offset). */
+const crpm_seg *crpm_region_segs(const crpm_container *c, const crpm_region *r, uint64_t *n, uint64_t *base);
+/* Packing is possible (version 3 and later). */
+static inline int crpm_can_pack(const crpm_container *c) { return c->sb.version >= 3; }
 int crpm_view_load(crpm_container *c, int with_data);
 
 /* Copies saved region r of the committed epoch into host memory dst, or

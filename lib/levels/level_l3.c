@@ -45,6 +45,7 @@ typedef struct img_reg {
     uint64_t elem, count, nsegs; /* nsegs: container segments */
     uint64_t first, nunits;      /* its image units */
     crpm_seg *segs;
+    uint64_t base;               /* where its bytes start in segs' copies (packed arrays: crpm_region_segs) */
 } img_reg;
 
 /* A rank's image of one committed epoch: the meta area, then each array,
@@ -135,15 +136,16 @@ static int image_of(crpm_container *c, uint64_t unit, image *im)
         if (!r->saved)
             continue;
         img_reg *d = &im->reg[im->nreg];
-        uint64_t nu = (r->count * r->elem_size + unit - 1) / unit;
-        *d = (img_reg){r->id, r->type_code, r->elem_size, r->count, r->nsegs, next, nu, NULL};
-        d->segs = malloc(sizeof *d->segs * (r->nsegs ? r->nsegs : 1));
+        uint64_t nu = (r->count * r->elem_size + unit - 1) / unit, ns, base;
+        const crpm_seg *sg = crpm_region_segs(c, r, &ns, &base);
+        *d = (img_reg){r->id, r->type_code, r->elem_size, r->count, ns, next, nu, NULL, base};
+        d->segs = malloc(sizeof *d->segs * (ns ? ns : 1));
         if (!d->segs) {
             image_free(im);
             return crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
         }
-        if (r->nsegs)
-            memcpy(d->segs, r->segs, sizeof *d->segs * r->nsegs);
+        if (ns)
+            memcpy(d->segs, sg, sizeof *d->segs * ns);
         unsigned char *m = im->meta + META_REC * (uint64_t)(1 + im->nreg);
         memcpy(m, &d->id, 4);
         memcpy(m + 4, &d->type, 4);
@@ -195,7 +197,7 @@ static const char *unit_bytes(crpm_container *c, const image *im, uint64_t s, ui
         return NULL;
     *len = bytes - o < unit ? bytes - o : unit;
     *phys = r->segs[k].phys[r->segs[k].state - 1];
-    return crpm_seg_addr(c, *phys) + o % seg;
+    return crpm_seg_addr(c, *phys) + r->base + o % seg;
 }
 
 /* ---- deltas ------------------------------------------------------------------ */
@@ -274,8 +276,9 @@ static void delta_unit(l3_state *s, const image *nw, const image *old, uint64_t 
     uint32_t pn, po = CRPM_NO_PHYS;
     const unsigned char *n = (const unsigned char *)unit_bytes(s->own, nw, seg_i, &ln, &pn);
     const unsigned char *o = old ? (const unsigned char *)unit_bytes(s->own, old, seg_i, &lo, &po) : NULL;
-    if (old && pn != CRPM_NO_PHYS && pn == po && ln == lo)
-        return; /* the same committed copy: not written by this checkpoint */
+    if (old && pn != CRPM_NO_PHYS && pn == po && ln == lo && n == o)
+        return; /* the same bytes of the same committed copy: not written by this checkpoint (a packed
+                   array may have moved within a pack that kept its copy) */
     uint64_t len = ln > lo ? ln : lo, blk = s->blksize;
     static const unsigned char zero[4096];
     for (uint64_t off = 0; off < len; off += blk) {

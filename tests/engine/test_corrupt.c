@@ -148,7 +148,7 @@ int main(int argc, char **argv)
         CHECK(vfd >= 0 && pwrite(vfd, &v1, 4, 8) == 4, "write version");
         close(vfd);
         expect_open("format version 1", CRPM_ERR_VERSION);
-        CHECK(strstr(crpm_last_error(), "format version 1") && strstr(crpm_last_error(), "reads version 2"),
+        CHECK(strstr(crpm_last_error(), "format version 1") && strstr(crpm_last_error(), "reads versions 2 to 3"),
               "version message: %s", crpm_last_error());
     }
     copy_file(path, bad, -1); flip(bad, 16, 0);           expect_open("bit flip in geometry", CRPM_ERR_CORRUPT);

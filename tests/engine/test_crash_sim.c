@@ -33,6 +33,7 @@ typedef struct region {
     uint64_t spare_bytes;
     uint64_t wr[16][2]; /* writes of this epoch, to report after protect */
     int nwr;
+    int was_packed;
 } region;
 
 /* Records a write for the declared mode; too many: the whole array. */
@@ -57,6 +58,7 @@ static int mid_checkpoint;
 static int track; /* run the workloads with change_tracking = pagemap */
 static int declared; /* the workloads report their writes (crpm_container_written) */
 static int device; /* the arrays are in mock device memory */
+static uint64_t packed_seen, moves_seen; /* packed arrays after a checkpoint; arrays moved in or out of packs */
 
 /* The arrays' buffers: host memory, or the host side of mock device memory
  * (written as a kernel would write device memory). */
@@ -369,6 +371,13 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
         mid_checkpoint = 0;
         REQUIRE(rc == 0, "checkpoint %d: %s", k, crpm_last_error());
         REQUIRE(crpm_container_epoch(c) == (uint64_t)k, "epoch");
+        for (int i = 0; i < MAXR; i++) { /* packing (format.h) seen */
+            crpm_region *reg = r[i].live ? crpm_region_find(c, r[i].id) : NULL;
+            int packed = reg && reg->saved && reg->pack != CRPM_NO_PACK;
+            packed_seen += (uint64_t)packed;
+            moves_seen += (uint64_t)(reg && k > 1 && packed != r[i].was_packed);
+            r[i].was_packed = packed;
+        }
         /* durable state alone must hold epoch k, and k-1 must be recoverable */
         crpm_media *m = crpm_container_media(c);
         memcpy(img, crpm_sim_media(m), m->size);
@@ -420,5 +429,9 @@ int main(int argc, char **argv)
     printf("crash images checked: %llu in %d workloads%s (%llu resumed with a new checkpoint), failures: %llu\n",
            (unsigned long long)images, runs, track ? " (change tracking)" : declared ? " (declared writes)" : device ? " (mock device memory)" : "", (unsigned long long)resumed,
            (unsigned long long)failures);
+    printf("packed arrays after a checkpoint: %llu; arrays moved into or out of a pack: %llu\n",
+           (unsigned long long)packed_seen, (unsigned long long)moves_seen);
+    if (!declared && !failures)
+        REQUIRE(packed_seen > 100 && moves_seen > 10, "the workloads must cover packed arrays and moves");
     return failures ? 1 : 0;
 }
