@@ -46,7 +46,7 @@ static int checkpoint_region(crpm_container *c, crpm_region *r, crpm_seg *segs, 
 /* Segment tables of the epoch being written: each protected region with
  * segments of its own keeps its committed ones and gets empty ones where it
  * grew (*fresh counts them); packed regions get none (pack.c). */
-static int new_seg_tables(crpm_container *c, crpm_layout *lay, uint64_t *protected_bytes, uint64_t *fresh)
+static int new_seg_tables(crpm_container *c, crpm_seg_plan *lay, uint64_t *protected_bytes, uint64_t *fresh)
 {
     uint64_t seg = c->sb.segment_size;
     lay->segs = calloc((size_t)c->nregions + 1, sizeof *lay->segs);
@@ -77,7 +77,7 @@ static int new_seg_tables(crpm_container *c, crpm_layout *lay, uint64_t *protect
 
 /* Committed: the protected set becomes the saved set (unprotected regions
  * leave it), laid out as lay says. */
-static void adopt_saved(crpm_container *c, crpm_layout *lay)
+static void adopt_saved(crpm_container *c, crpm_seg_plan *lay)
 {
     uint64_t seg = c->sb.segment_size;
     int m = 0;
@@ -113,7 +113,7 @@ static void adopt_saved(crpm_container *c, crpm_layout *lay)
 }
 
 /* The data pass: every region with segments of its own, then the packs. */
-static int write_data(crpm_container *c, crpm_layout *lay, const crpm_packing *pk, crpm_ck_stats *st)
+static int write_data(crpm_container *c, crpm_seg_plan *lay, const crpm_packing *pk, crpm_ck_stats *st)
 {
     crpm_engine *e = c->eng;
     crpm_engine_sync(c);
@@ -147,7 +147,7 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
     c->prev_ok = 0;
 
     uint64_t fresh = 0;
-    crpm_layout lay = {0};
+    crpm_seg_plan lay = {0};
     crpm_packing pk = {0};
     rc = new_seg_tables(c, &lay, &protected_bytes, &fresh);
     if (rc == 0)
@@ -168,7 +168,7 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
         rc = crpm_write_commit(c, c->epoch + 1, 0);
     }
     if (rc) {
-        crpm_layout_free(&lay, c->nregions);
+        crpm_seg_plan_free(&lay, c->nregions);
         crpm_mark_used(c); /* forget allocations of the failed attempt */
         crpm_crc_trust_committed(c); /* the other copies' tables were partly rewritten */
         for (int i = 0; i < c->nregions; i++)

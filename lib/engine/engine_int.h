@@ -139,9 +139,9 @@ typedef struct crpm_packing {
 } crpm_packing;
 /* Fills lay's pack, pack_off and packs for the protected regions whose ops
  * are crpm_track_packed; *fresh counts the new packs. */
-int crpm_pack_plan(crpm_container *c, crpm_layout *lay, crpm_packing *pk, uint64_t *fresh);
+int crpm_pack_plan(crpm_container *c, crpm_seg_plan *lay, crpm_packing *pk, uint64_t *fresh);
 /* Gathers each pack and brings its other copy up to date. */
-int crpm_pack_write(crpm_container *c, const crpm_layout *lay, const crpm_packing *pk, crpm_ck_stats *st);
+int crpm_pack_write(crpm_container *c, const crpm_seg_plan *lay, const crpm_packing *pk, crpm_ck_stats *st);
 void crpm_packing_free(crpm_packing *pk);
 
 /* segment.c */

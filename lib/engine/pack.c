@@ -38,7 +38,7 @@ void crpm_packing_free(crpm_packing *pk)
 
 /* Room for the plan: the old packs first, then one new pack per packed
  * array at most. */
-static int plan_alloc(crpm_container *c, crpm_layout *lay, crpm_packing *pk, uint32_t npacked, uint64_t **end)
+static int plan_alloc(crpm_container *c, crpm_seg_plan *lay, crpm_packing *pk, uint32_t npacked, uint64_t **end)
 {
     size_t n = (size_t)c->nregions + 1, cap = (size_t)c->npacks + npacked + 1;
     lay->pack = malloc(n * sizeof *lay->pack);
@@ -60,7 +60,7 @@ static int plan_alloc(crpm_container *c, crpm_layout *lay, crpm_packing *pk, uin
 
 /* Pass 1: arrays that stay where they are; packs more than half empty are
  * then laid out afresh. */
-static void plan_keep(crpm_container *c, crpm_layout *lay, uint64_t *end)
+static void plan_keep(crpm_container *c, crpm_seg_plan *lay, uint64_t *end)
 {
     uint64_t *live = calloc((size_t)c->npacks + 1, sizeof *live);
     for (int i = 0; i < c->nregions; i++) {
@@ -90,7 +90,7 @@ static void plan_keep(crpm_container *c, crpm_layout *lay, uint64_t *end)
 
 /* Pass 2: the others, appended from a cursor where they fit (new packs at
  * the end); then the empty packs go. */
-static int plan_place(crpm_container *c, crpm_layout *lay, crpm_packing *pk, uint64_t *end)
+static int plan_place(crpm_container *c, crpm_seg_plan *lay, crpm_packing *pk, uint64_t *end)
 {
     uint64_t seg = c->sb.segment_size;
     uint32_t cur = 0;
@@ -130,7 +130,7 @@ static int plan_place(crpm_container *c, crpm_layout *lay, crpm_packing *pk, uin
 }
 
 /* The arrays of each pack, grouped: members[first[k] .. first[k + 1]). */
-static int plan_members(crpm_container *c, const crpm_layout *lay, crpm_packing *pk)
+static int plan_members(crpm_container *c, const crpm_seg_plan *lay, crpm_packing *pk)
 {
     pk->first = calloc((size_t)lay->npacks + 2, sizeof *pk->first);
     pk->members = malloc(((size_t)c->nregions + 1) * sizeof *pk->members);
@@ -147,7 +147,7 @@ static int plan_members(crpm_container *c, const crpm_layout *lay, crpm_packing 
     return CRPM_SUCCESS;
 }
 
-int crpm_pack_plan(crpm_container *c, crpm_layout *lay, crpm_packing *pk, uint64_t *fresh)
+int crpm_pack_plan(crpm_container *c, crpm_seg_plan *lay, crpm_packing *pk, uint64_t *fresh)
 {
     uint32_t npacked = 0;
     for (int i = 0; i < c->nregions; i++)
@@ -167,7 +167,7 @@ int crpm_pack_plan(crpm_container *c, crpm_layout *lay, crpm_packing *pk, uint64
     return rc;
 }
 
-int crpm_pack_write(crpm_container *c, const crpm_layout *lay, const crpm_packing *pk, crpm_ck_stats *st)
+int crpm_pack_write(crpm_container *c, const crpm_seg_plan *lay, const crpm_packing *pk, crpm_ck_stats *st)
 {
     crpm_engine *e = crpm_engine_of(c);
     char *buf = e ? crpm_engine_buf(e, c->sb.segment_size) : NULL;

@@ -394,7 +394,7 @@ int crpm_container_renumber(crpm_container *c, uint64_t epoch)
     if (c->read_only || !c->epoch || c->in_progress || !epoch)
         return crpm_error(CRPM_ERR_STATE, "%s: cannot renumber epoch %llu", c->path, (unsigned long long)c->epoch);
     /* the committed layout, as it is: the regions' descriptions are their saved ones */
-    crpm_layout lay = {calloc((size_t)c->nregions + 1, sizeof *lay.segs),
+    crpm_seg_plan lay = {calloc((size_t)c->nregions + 1, sizeof *lay.segs),
                        calloc((size_t)c->nregions + 1, sizeof *lay.pack),
                        calloc((size_t)c->nregions + 1, sizeof *lay.pack_off), c->packs, c->npacks};
     crpm_region *regs = calloc((size_t)c->nregions + 1, sizeof *regs);

@@ -186,17 +186,17 @@ int crpm_write_commit(crpm_container *c, uint64_t epoch, int in_progress);
 /* Where the regions' bytes lie in an epoch being written: per region its
  * segments (NULL: packed, or not protected) or its pack and offset, and the
  * packs. */
-typedef struct crpm_layout {
+typedef struct crpm_seg_plan {
     crpm_seg **segs;
     uint32_t *pack;          /* CRPM_NO_PACK: its own segments */
     uint64_t *pack_off;
     crpm_pack *packs;
     uint32_t npacks;
-} crpm_layout;
-void crpm_layout_free(crpm_layout *l, int nregs);
+} crpm_seg_plan;
+void crpm_seg_plan_free(crpm_seg_plan *l, int nregs);
 /* Writes the slot of `epoch`: the protected regions (prot) laid out as lay says. */
 int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_t nphys,
-                    const crpm_region *regs, int nregs, const crpm_layout *lay);
+                    const crpm_region *regs, int nregs, const crpm_seg_plan *lay);
 int crpm_load_slot(crpm_container *c, uint64_t epoch);
 int crpm_grow_pool(crpm_container *c, uint64_t min_nphys);
 int crpm_reserve_seg(crpm_container *c, uint32_t phys, uint64_t len);

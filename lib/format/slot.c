@@ -43,10 +43,10 @@ static size_t region_rec(const crpm_container *c)
     return crpm_can_pack(c) ? sizeof(struct crpm_slot_region) : sizeof(struct crpm_slot_region_v2);
 }
 
-static uint32_t pack_of(const crpm_layout *lay, int i) { return lay->pack ? lay->pack[i] : CRPM_NO_PACK; }
+static uint32_t pack_of(const crpm_seg_plan *lay, int i) { return lay->pack ? lay->pack[i] : CRPM_NO_PACK; }
 
 /* The slot body of a layout: into p (NULL: only its size). */
-static uint64_t slot_body(const crpm_container *c, const crpm_region *regs, int nregs, const crpm_layout *lay,
+static uint64_t slot_body(const crpm_container *c, const crpm_region *regs, int nregs, const crpm_seg_plan *lay,
                           char *p, uint32_t *nsaved)
 {
     uint64_t body = 0, seg = c->sb.segment_size;
@@ -91,7 +91,7 @@ static uint64_t slot_body(const crpm_container *c, const crpm_region *regs, int 
 }
 
 int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_t nphys,
-                    const crpm_region *regs, int nregs, const crpm_layout *lay)
+                    const crpm_region *regs, int nregs, const crpm_seg_plan *lay)
 {
     if (lay->npacks && !crpm_can_pack(c))
         return crpm_error(CRPM_ERR_STATE, "%s: a version-%u container has no packs", c->path, c->sb.version);
@@ -124,7 +124,7 @@ int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_
     return CRPM_SUCCESS;
 }
 
-void crpm_layout_free(crpm_layout *l, int nregs)
+void crpm_seg_plan_free(crpm_seg_plan *l, int nregs)
 {
     for (int i = 0; l->segs && i < nregs; i++)
         free(l->segs[i]);
