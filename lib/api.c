@@ -366,7 +366,7 @@ int crpm_protect_any(int id, void *ptr, int64_t count, crpm_type_t type, const c
         i = ctx->narrays;
     if (i == ctx->narrays && CRPM_GROW(ctx->arrays, ctx->cap_arrays, (size_t)ctx->narrays + 1, 16))
         return report(crpm_error(CRPM_ERR_NOMEM, "crpm_protect: out of memory"), fn);
-    crpm_array a = {id, type.code, (uint64_t)type.size, (uint64_t)count, ptr, name_of(id)};
+    crpm_array a = {id, type.code, (uint64_t)type.size, (uint64_t)count, ptr, name_of(id), NULL};
     const crpm_level_ops *ops = ctx->primary.ops;
     int rc = ops && ops->protect ? ops->protect(&ctx->primary, &a) : CRPM_SUCCESS;
     if (rc != 0)
@@ -496,7 +496,13 @@ int crpm_recover_var(int id)
                                  "first)", fn, id, (unsigned long long)saved.count,
                                  (unsigned long long)saved.elem_size, id, (unsigned long long)a->count,
                                  (unsigned long long)a->elem_size), fn);
-    rc = crpm_array_bytes(a) ? ctx->source->ops->read_one(ctx->source, handle, a->ptr) : CRPM_SUCCESS;
+    void *bytes = NULL, *host = NULL; /* not host memory: read and checked in a host buffer, then copied in */
+    rc = crpm_array_bytes(a) ? crpm_array_fill_begin(a, &bytes, &host) : CRPM_SUCCESS;
+    if (rc == CRPM_SUCCESS && crpm_array_bytes(a)) {
+        rc = ctx->source->ops->read_one(ctx->source, handle, bytes);
+        int frc = crpm_array_fill_end(a, host, rc == CRPM_SUCCESS);
+        rc = rc ? rc : frc;
+    }
     return rc ? report(rc, fn) : CRPM_SUCCESS;
 }
 

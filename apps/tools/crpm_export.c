@@ -230,7 +230,7 @@ static int load(input *x)
         crpm_array info;
         if ((rc = crpm_container_region(x->c, i, &info)) != CRPM_SUCCESS)
             return rc;
-        x->regions[i] = (crpm_array){ info.id, info.type_code, info.elem_size, info.count, NULL, NULL };
+        x->regions[i] = (crpm_array){ info.id, info.type_code, info.elem_size, info.count, NULL, NULL, NULL };
     }
     return CRPM_SUCCESS;
 }

@@ -182,7 +182,7 @@ int main(int argc, char **argv)
                 break;
             for (size_t k = 0; k < count; k++)
                 arr[i][k] = (double)k * 0.5 + rank + i;
-            reg[i] = (crpm_array){ i, CRPM_TC_DOUBLE, sizeof(double), count, arr[i], NULL };
+            reg[i] = (crpm_array){ i, CRPM_TC_DOUBLE, sizeof(double), count, arr[i], NULL, NULL };
         }
         int have = arr && reg && arr[nreg - 1];
         int all_have = 0;

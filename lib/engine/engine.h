@@ -12,6 +12,12 @@
 int crpm_container_open(const crpm_open_opts *o, crpm_container **out, int *created);
 int crpm_container_close(crpm_container *c);
 
+/* Array a->id is a->count elements at a->ptr in memory of a->kind
+ * (util/memkind.h; NULL: host memory) from now on: the next checkpoint
+ * saves it, recovery fills it.  Protecting an id again replaces its
+ * description (name not kept). */
+int crpm_container_protect_array(crpm_container *c, const crpm_array *a);
+/* The same for host memory. */
 int crpm_container_protect(crpm_container *c, int32_t id, void *ptr, uint64_t count,
                            int32_t type_code, uint64_t elem_size);
 int crpm_container_unprotect(crpm_container *c, int32_t id);

@@ -5,6 +5,7 @@
  * checks a whole committed epoch in place. */
 #include "crc32c.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include "container.h"
@@ -61,6 +62,11 @@ void crpm_crc_trust_committed(crpm_container *c)
     if (c->used_cap)
         memset(c->crc_len, 0, c->used_cap * sizeof *c->crc_len);
     uint64_t seg = c->sb.segment_size;
+    for (uint32_t k = 0; k < c->npacks; k++) {
+        const crpm_seg *s = &c->packs[k].seg;
+        if (s->state && s->phys[s->state - 1] < c->used_cap)
+            c->crc_len[s->phys[s->state - 1]] = (uint32_t)c->packs[k].len;
+    }
     for (int i = 0; i < c->nregions; i++) {
         const crpm_region *r = &c->regions[i];
         uint64_t bytes = r->count * r->elem_size;
@@ -72,15 +78,15 @@ void crpm_crc_trust_committed(crpm_container *c)
     }
 }
 
-int64_t crpm_crc_check(const crpm_container *c, uint32_t phys, uint64_t off, uint64_t len)
+int64_t crpm_crc_check(const crpm_container *c, uint32_t phys, uint64_t off, uint64_t len, uint64_t covered)
 {
     uint64_t ch = c->sb.crc_chunk;
     if (!ch || !len)
         return -1;
     const char *src = crpm_seg_addr((crpm_container *)c, phys);
     const uint32_t *tab = crc_table(c, phys);
-    for (uint64_t p = off / ch * ch; p < off + len; p += ch) {
-        uint64_t l = off + len - p < ch ? off + len - p : ch;
+    for (uint64_t p = off / ch * ch; p < off + len && p < covered; p += ch) {
+        uint64_t l = covered - p < ch ? covered - p : ch;
         if (chunk_crc(c, phys, p / ch, src + p, l) != tab[p / ch])
             return (int64_t)p;
     }
@@ -156,44 +162,158 @@ static void populate_missing(void *p, uint64_t bytes, int huge)
  * memcpy alone, where copying 64-KiB pieces and checking them from L2 ran at
  * 0.4-0.5x; 4-KiB pieces of 1-KiB chunks: 10.5-11 GB/s, 1-KiB pieces 7-7.9. */
 #define COPY_PIECE 4096u
-int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
+
+/* Copies segment k of r (len bytes of physical segment phys) to d, checking
+ * each chunk's CRC on the copy. */
+static int copy_seg_checked(crpm_container *c, const crpm_region *r, uint64_t off, uint32_t phys, char *d,
+                            uint64_t len)
 {
-    uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size, ch = c->sb.crc_chunk;
-    uint64_t piece = ch && ch < COPY_PIECE ? COPY_PIECE / ch * ch : ch;
-    populate_missing(dst, bytes, c->huge_pages);
-    for (uint64_t k = 0; k < r->nsegs; k++) {
-        uint64_t off = k * seg, len = bytes - off < seg ? bytes - off : seg;
-        const crpm_seg *s = &r->segs[k];
-        if (s->state == 0)
-            return crpm_error(CRPM_ERR_CORRUPT, "%s: region %d segment %llu has no data", c->path, r->id,
-                              (unsigned long long)k);
-        uint32_t phys = s->phys[s->state - 1];
-        const char *src = crpm_seg_addr(c, phys);
-        char *d = (char *)dst + off;
-        populate(src, len, MADV_POPULATE_READ); /* the container's pages, likewise */
-        if (!ch) {
-            memcpy(d, src, len);
-            continue;
-        }
-        const uint32_t *tab = crc_table(c, phys);
-        for (uint64_t q = 0, j = 0; q < len; q += piece) {
-            uint64_t pl = len - q < piece ? len - q : piece;
-            memcpy(d + q, src + q, pl);
-            for (uint64_t p = q; p < q + pl; p += ch, j++) {
-                uint64_t l = q + pl - p < ch ? q + pl - p : ch;
-                if (chunk_crc(c, phys, j, d + p, l) != tab[j])
-                    return bad_chunk(c, r, off + p, phys);
-            }
+    uint64_t ch = c->sb.crc_chunk, piece = ch && ch < COPY_PIECE ? COPY_PIECE / ch * ch : ch;
+    const char *src = crpm_seg_addr(c, phys);
+    populate(src, len, MADV_POPULATE_READ); /* the container's pages, likewise */
+    if (!ch) {
+        memcpy(d, src, len);
+        return CRPM_SUCCESS;
+    }
+    const uint32_t *tab = crc_table(c, phys);
+    for (uint64_t q = 0, j = 0; q < len; q += piece) {
+        uint64_t pl = len - q < piece ? len - q : piece;
+        memcpy(d + q, src + q, pl);
+        for (uint64_t p = q; p < q + pl; p += ch, j++) {
+            uint64_t l = q + pl - p < ch ? q + pl - p : ch;
+            if (chunk_crc(c, phys, j, d + p, l) != tab[j])
+                return bad_chunk(c, r, off + p, phys);
         }
     }
     return CRPM_SUCCESS;
 }
 
+/* A packed region: the chunks of its pack that hold it are copied and
+ * checked in a buffer, then its bytes go to dst or, through its kind, to. */
+static int copy_packed(crpm_container *c, const crpm_region *r, void *dst, const crpm_array *to)
+{
+    const crpm_pack *p = &c->packs[r->pack];
+    uint64_t bytes = r->count * r->elem_size, ch = c->sb.crc_chunk ? c->sb.crc_chunk : c->sb.segment_size;
+    uint64_t lo = r->pack_off / ch * ch, hi = (r->pack_off + bytes + ch - 1) / ch * ch;
+    if (hi > p->len)
+        hi = p->len;
+    uint32_t phys = p->seg.phys[p->seg.state - 1];
+    const char *src = crpm_seg_addr(c, phys);
+    const uint32_t *tab = crc_table(c, phys);
+    char *buf = malloc(hi - lo);
+    if (!buf)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    memcpy(buf, src + lo, hi - lo);
+    int rc = CRPM_SUCCESS;
+    for (uint64_t o = lo; c->sb.crc_chunk && o < hi && rc == 0; o += ch) {
+        uint64_t l = hi - o < ch ? hi - o : ch;
+        if (chunk_crc(c, phys, o / ch, buf + (o - lo), l) != tab[o / ch])
+            rc = bad_chunk(c, r, o > r->pack_off ? o - r->pack_off : 0, phys);
+    }
+    if (rc == 0 && dst)
+        memcpy(dst, buf + (r->pack_off - lo), bytes);
+    else if (rc == 0)
+        rc = crpm_array_write(to, 0, buf + (r->pack_off - lo), bytes);
+    free(buf);
+    return rc;
+}
+
+/* Copies saved region r (committed epoch) into host memory dst, or, when
+ * dst is NULL, into the array `to` through its memory kind: each segment is
+ * checked in a host buffer first, then copied in. */
+static int copy_saved(crpm_container *c, const crpm_region *r, void *dst, const crpm_array *to)
+{
+    if (r->pack != CRPM_NO_PACK)
+        return copy_packed(c, r, dst, to);
+    uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size;
+    char *bounce = NULL;
+    if (dst)
+        populate_missing(dst, bytes, c->huge_pages);
+    else if (bytes && !(bounce = malloc(bytes < seg ? bytes : seg)))
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory for a %llu-byte segment buffer",
+                          (unsigned long long)seg);
+    int rc = CRPM_SUCCESS;
+    for (uint64_t k = 0; k < r->nsegs && rc == 0; k++) {
+        uint64_t off = k * seg, len = bytes - off < seg ? bytes - off : seg;
+        const crpm_seg *s = &r->segs[k];
+        if (s->state == 0) {
+            rc = crpm_error(CRPM_ERR_CORRUPT, "%s: region %d segment %llu has no data", c->path, r->id,
+                            (unsigned long long)k);
+            break;
+        }
+        rc = copy_seg_checked(c, r, off, s->phys[s->state - 1], dst ? (char *)dst + off : bounce, len);
+        if (rc == 0 && !dst)
+            rc = crpm_array_write(to, off, bounce, len);
+    }
+    free(bounce);
+    return rc;
+}
+
+int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
+{
+    return copy_saved(c, r, dst, NULL);
+}
+
+int crpm_copy_saved_array(crpm_container *c, const crpm_region *r, const crpm_array *to)
+{
+    void *host = crpm_array_host(to);
+    return host || !crpm_array_bytes(to) ? copy_saved(c, r, host, NULL) : copy_saved(c, r, NULL, to);
+}
+
+typedef struct verify_state {
+    FILE *out;
+    uint64_t bad, chunks;
+    int rc;
+    char first[1024];
+} verify_state;
+
+/* The first saved region packed in pack k that has bytes in [lo, hi). */
+static const crpm_region *packed_in(const crpm_container *c, uint32_t k, uint64_t lo, uint64_t hi)
+{
+    for (int i = 0; i < c->nregions; i++) {
+        const crpm_region *r = &c->regions[i];
+        if (r->saved && r->pack == k && r->pack_off < hi && r->pack_off + r->count * r->elem_size > lo)
+            return r;
+    }
+    return NULL;
+}
+
+/* Checks the chunks of len bytes of physical segment phys: region r's
+ * segment at byte off, or (r NULL) pack k. */
+static void verify_seg(const crpm_container *c, const crpm_region *r, uint64_t off, uint32_t k, uint32_t phys,
+                       uint64_t len, verify_state *v)
+{
+    uint64_t ch = c->sb.crc_chunk;
+    const char *src = crpm_seg_addr((crpm_container *)c, phys);
+    const uint32_t *tab = crc_table(c, phys);
+    for (uint64_t p = 0; p < len; p += ch) {
+        uint64_t l = len - p < ch ? len - p : ch;
+        v->chunks++;
+        if (chunk_crc(c, phys, p / ch, src + p, l) == tab[p / ch])
+            continue;
+        const crpm_region *who = r ? r : packed_in(c, k, p, p + l);
+        uint64_t at = r ? off + p : who && who->pack_off < p ? p - who->pack_off : 0;
+        if (v->out && v->bad < 100 && who)
+            fprintf(v->out, "  BAD: array id %d, byte offset %llu (%llu bytes), physical segment %u\n", who->id,
+                    (unsigned long long)at, (unsigned long long)l, phys);
+        else if (v->out && v->bad < 100)
+            fprintf(v->out, "  BAD: unused bytes %llu..%llu of pack %u, physical segment %u\n",
+                    (unsigned long long)p, (unsigned long long)(p + l), k, phys);
+        if (!v->bad++) {
+            v->rc = who ? bad_chunk(c, who, at, phys)
+                        : crpm_error(CRPM_ERR_CORRUPT, "%s: checkpoint data is corrupt: pack %u, bytes %llu..%llu "
+                                     "(epoch %llu, CRC32C mismatch in physical segment %u)", c->path, k,
+                                     (unsigned long long)p, (unsigned long long)(p + l),
+                                     (unsigned long long)c->epoch, phys);
+            snprintf(v->first, sizeof v->first, "%s", crpm_last_error());
+        }
+    }
+}
+
 int crpm_container_verify(const crpm_container *c, FILE *out)
 {
-    uint64_t seg = c->sb.segment_size, ch = c->sb.crc_chunk, bad = 0, chunks = 0;
-    int rc = CRPM_SUCCESS;
-    char first[1024] = "";
+    uint64_t seg = c->sb.segment_size, ch = c->sb.crc_chunk;
+    verify_state v = {out, 0, 0, CRPM_SUCCESS, ""};
     if (!ch) {
         if (out)
             fprintf(out, "data checksums: none (container created without them)\n");
@@ -205,72 +325,54 @@ int crpm_container_verify(const crpm_container *c, FILE *out)
         for (uint64_t k = 0; r->saved && k < r->nsegs; k++) {
             uint64_t off = k * seg, len = bytes - off < seg ? bytes - off : seg;
             const crpm_seg *s = &r->segs[k];
-            if (s->state == 0)
-                continue; /* reported by recovery as missing data */
-            uint32_t phys = s->phys[s->state - 1];
-            const char *src = crpm_seg_addr((crpm_container *)c, phys);
-            const uint32_t *tab = crc_table(c, phys);
-            for (uint64_t p = 0; p < len; p += ch) {
-                uint64_t l = len - p < ch ? len - p : ch;
-                chunks++;
-                if (chunk_crc(c, phys, p / ch, src + p, l) == tab[p / ch])
-                    continue;
-                if (out && bad < 100)
-                    fprintf(out, "  BAD: array id %d, byte offset %llu (%llu bytes), physical segment %u\n", r->id,
-                            (unsigned long long)(off + p), (unsigned long long)l, phys);
-                if (!bad++) {
-                    rc = bad_chunk(c, r, off + p, phys);
-                    snprintf(first, sizeof first, "%s", crpm_last_error());
-                }
-            }
+            if (s->state) /* state 0 is reported by recovery as missing data */
+                verify_seg(c, r, off, 0, s->phys[s->state - 1], len, &v);
         }
     }
+    for (uint32_t k = 0; k < c->npacks; k++)
+        verify_seg(c, NULL, 0, k, c->packs[k].seg.phys[c->packs[k].seg.state - 1], c->packs[k].len, &v);
     if (out)
-        fprintf(out, "data checksums: %llu chunks of %llu bytes checked, %llu bad\n", (unsigned long long)chunks,
-                (unsigned long long)ch, (unsigned long long)bad);
-    if (bad)
-        crpm_error(CRPM_ERR_CORRUPT, "%llu corrupt data chunk(s); the first: %s", (unsigned long long)bad, first);
-    return rc;
+        fprintf(out, "data checksums: %llu chunks of %llu bytes checked, %llu bad\n", (unsigned long long)v.chunks,
+                (unsigned long long)ch, (unsigned long long)v.bad);
+    if (v.bad)
+        crpm_error(CRPM_ERR_CORRUPT, "%llu corrupt data chunk(s); the first: %s", (unsigned long long)v.bad, v.first);
+    return v.rc;
 }
 
 
-/* Bytes [off, off+len) of a saved region, every chunk they touch checked:
- * whole chunks are copied and then checked on the copy (as crpm_copy_saved);
- * a chunk the range cuts is checked on the media first and then copied. */
+/* Bytes [off, off+len) of a saved region, every chunk they touch checked
+ * on the media before its part is copied (a packed region's chunks hold
+ * other arrays' bytes too, so checking the copy alone would not do). */
 int crpm_copy_saved_range(crpm_container *c, const crpm_region *r, uint64_t off, uint64_t len, void *dst)
 {
-    uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size, ch = c->sb.crc_chunk;
+    uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size, ch = c->sb.crc_chunk, n, base;
     if (off > bytes || len > bytes - off)
         return crpm_error(CRPM_ERR_RANGE, "%s: bytes %llu..%llu are outside array %d (%llu bytes)", c->path,
                           (unsigned long long)off, (unsigned long long)(off + len), r->id, (unsigned long long)bytes);
+    const crpm_seg *segs = crpm_region_segs(c, r, &n, &base);
     char *d = dst;
     for (uint64_t pos = off; pos < off + len;) {
         uint64_t k = pos / seg, soff = k * seg, slen = bytes - soff < seg ? bytes - soff : seg;
-        const crpm_seg *s = &r->segs[k];
-        if (s->state == 0)
+        if (k >= n || segs[k].state == 0)
             return crpm_error(CRPM_ERR_CORRUPT, "%s: region %d segment %llu has no data", c->path, r->id,
                               (unsigned long long)k);
-        uint32_t phys = s->phys[s->state - 1];
+        uint32_t phys = segs[k].phys[segs[k].state - 1];
         const char *src = crpm_seg_addr(c, phys);
+        /* bytes of the physical segment the CRC table covers */
+        uint64_t used = r->pack != CRPM_NO_PACK ? c->packs[r->pack].len : slen;
         uint64_t end = off + len < soff + slen ? off + len : soff + slen; /* this segment's part */
         if (!ch) {
-            memcpy(d + (pos - off), src + (pos - soff), end - pos);
+            memcpy(d + (pos - off), src + base + (pos - soff), end - pos);
             pos = end;
             continue;
         }
         const uint32_t *tab = crc_table(c, phys);
         while (pos < end) {
-            uint64_t j = (pos - soff) / ch, c0 = soff + j * ch, cl = slen - j * ch < ch ? slen - j * ch : ch;
-            uint64_t take = (c0 + cl < end ? c0 + cl : end) - pos;
-            if (pos == c0 && take == cl) {
-                memcpy(d + (pos - off), src + (pos - soff), cl);
-                if (chunk_crc(c, phys, j, d + (pos - off), cl) != tab[j])
-                    return bad_chunk(c, r, c0, phys);
-            } else {
-                if (chunk_crc(c, phys, j, src + (c0 - soff), cl) != tab[j])
-                    return bad_chunk(c, r, c0, phys);
-                memcpy(d + (pos - off), src + (pos - soff), take);
-            }
+            uint64_t p = base + (pos - soff), j = p / ch, c0 = j * ch, cl = used - c0 < ch ? used - c0 : ch;
+            uint64_t take = (c0 + cl - p < end - pos ? c0 + cl - p : end - pos);
+            if (chunk_crc(c, phys, j, src + c0, cl) != tab[j])
+                return bad_chunk(c, r, pos, phys);
+            memcpy(d + (pos - off), src + p, take);
             pos += take;
         }
     }

@@ -76,8 +76,6 @@ void crpm_free_regions(crpm_container *c)
 {
     for (int i = 0; i < c->nregions; i++) {
         free(c->regions[i].segs);
-        free(c->regions[i].wbits);
-        free(c->regions[i].stale);
     }
     free(c->regions);
     c->regions = NULL;
@@ -108,7 +106,7 @@ static uint64_t slot_size_for(uint64_t seg, uint64_t asked)
      * metadata actually written takes storage */
     uint64_t s = (1ull << 36) / seg * sizeof(struct crpm_slot_seg) + 65536;
     if (s > CRPM_DEFAULT_SLOT) s = CRPM_DEFAULT_SLOT;
-    s += (uint64_t)CRPM_SLOT_ARRAYS * (sizeof(struct crpm_slot_region) + sizeof(struct crpm_slot_seg));
+    s += (uint64_t)CRPM_SLOT_ARRAYS * (sizeof(struct crpm_slot_region) + sizeof(struct crpm_slot_pack));
     return (s + 4095) & ~4095ull;
 }
 
@@ -215,8 +213,13 @@ static int validate_super(crpm_container *c, const crpm_open_opts *o, uint64_t s
     int magic_off = 0;
     for (int i = 0; i < 8; i++)
         magic_off += sb->magic[i] != CRPM_MAGIC[i];
-    if (magic_off == 1 || (magic_off == 0 && __builtin_popcount(sb->version ^ CRPM_FORMAT_VERSION) == 1 &&
-                           sb->version != 1 && super_crc(sb) != sb->crc))
+    int version_hit = 0; /* the checksum holds for a version this library reads: the field was hit */
+    for (uint32_t v = CRPM_FORMAT_OLDEST; magic_off == 0 && !version_hit && v <= CRPM_FORMAT_VERSION; v++) {
+        struct crpm_super t = *sb;
+        t.version = v;
+        version_hit = v != sb->version && t.super_size == sizeof t && super_crc(&t) == t.crc;
+    }
+    if (magic_off == 1 || version_hit)
         return crpm_error(CRPM_ERR_CORRUPT, "%s: superblock checksum mismatch (its %s is damaged)", c->path,
                           magic_off ? "magic" : "format version");
     if (magic_off)
@@ -224,11 +227,11 @@ static int validate_super(crpm_container *c, const crpm_open_opts *o, uint64_t s
     if (sb->version == 1)
         return crpm_error(CRPM_ERR_VERSION,
                           "%s has format version 1 (an older libcrpm, without data checksums); this library reads "
-                          "version %u only: restart it with the libcrpm that wrote it, or start afresh",
-                          c->path, CRPM_FORMAT_VERSION);
-    if (sb->version != CRPM_FORMAT_VERSION)
-        return crpm_error(CRPM_ERR_VERSION, "%s has format version %u; this library reads version %u",
-                          c->path, sb->version, CRPM_FORMAT_VERSION);
+                          "versions %u to %u: restart it with the libcrpm that wrote it",
+                          c->path, CRPM_FORMAT_OLDEST, CRPM_FORMAT_VERSION);
+    if (sb->version < CRPM_FORMAT_OLDEST || sb->version > CRPM_FORMAT_VERSION)
+        return crpm_error(CRPM_ERR_VERSION, "%s has format version %u; this library reads versions %u to %u",
+                          c->path, sb->version, CRPM_FORMAT_OLDEST, CRPM_FORMAT_VERSION);
     if (sb->super_size != sizeof *sb || super_crc(sb) != sb->crc)
         return crpm_error(CRPM_ERR_CORRUPT, "%s: superblock checksum mismatch", c->path);
     if (!is_pow2(sb->segment_size) || !is_pow2(sb->block_size) || sb->block_size > sb->segment_size ||
@@ -291,7 +294,7 @@ void crpm_compute_prev(crpm_container *c)
     crpm_region *regs;
     int n;
     uint64_t uid, nphys;
-    if (crpm_parse_slot(c, c->epoch - 1, &regs, &n, &uid, &nphys) == 0) {
+    if (crpm_parse_slot(c, c->epoch - 1, &regs, &n, NULL, NULL, &uid, &nphys) == 0) {
         c->prev_ok = c->sb.data_offset + nphys * c->sb.seg_stride <= c->media.size;
         for (int i = 0; i < n; i++) free(regs[i].segs);
         free(regs);
@@ -386,6 +389,7 @@ void crpm_format_close(crpm_container *c)
     if (c->media.base)
         c->media.ops->unmap(&c->media);
     crpm_free_regions(c);
+    free(c->packs);
     free(c->used);
     free(c->reserved);
     free(c->snap);
@@ -402,7 +406,6 @@ uint64_t crpm_container_user_id(const crpm_container *c) { return c->user_id; }
 crpm_media *crpm_container_media(crpm_container *c) { return &c->media; }
 uint64_t crpm_container_segment_size(const crpm_container *c) { return c->sb.segment_size; }
 uint64_t crpm_container_block_size(const crpm_container *c) { return c->sb.block_size; }
-int crpm_container_has_checksums(const crpm_container *c) { return c->sb.crc_chunk != 0; }
 
 int crpm_container_layout(const crpm_container *c, crpm_layout *out)
 {
@@ -500,13 +503,27 @@ int crpm_container_renumber(crpm_container *c, uint64_t epoch)
 {
     if (c->read_only || !c->epoch || c->in_progress || !epoch)
         return crpm_error(CRPM_ERR_STATE, "%s: cannot renumber epoch %llu", c->path, (unsigned long long)c->epoch);
-    crpm_seg **segs = calloc((size_t)c->nregions + 1, sizeof *segs);
-    if (!segs)
-        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < c->nregions; i++)
-        segs[i] = c->regions[i].segs;
-    int rc = crpm_write_slot(c, epoch, c->user_id, c->nphys, c->regions, c->nregions, segs);
-    free(segs);
+    /* the committed layout, as it is: the regions' descriptions are their saved ones */
+    crpm_seg_plan lay = {calloc((size_t)c->nregions + 1, sizeof *lay.segs),
+                       calloc((size_t)c->nregions + 1, sizeof *lay.pack),
+                       calloc((size_t)c->nregions + 1, sizeof *lay.pack_off), c->packs, c->npacks};
+    crpm_region *regs = calloc((size_t)c->nregions + 1, sizeof *regs);
+    int rc = lay.segs && lay.pack && lay.pack_off && regs ? CRPM_SUCCESS : crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    for (int i = 0; rc == 0 && i < c->nregions; i++) {
+        const crpm_region *r = &c->regions[i];
+        regs[i].id = r->id;
+        if (r->saved)
+            regs[i].prot = (crpm_array){r->id, r->type_code, r->elem_size, r->count, NULL, NULL, NULL};
+        lay.segs[i] = r->segs;
+        lay.pack[i] = r->pack;
+        lay.pack_off[i] = r->pack_off;
+    }
+    if (rc == 0)
+        rc = crpm_write_slot(c, epoch, c->user_id, c->nphys, regs, c->nregions, &lay);
+    free(regs);
+    free(lay.segs);
+    free(lay.pack);
+    free(lay.pack_off);
     if (rc == 0) {
         crpm_persist_drain(&c->media);
         rc = crpm_write_commit(c, epoch, 0);
@@ -525,7 +542,7 @@ int crpm_container_prev_user_id(crpm_container *c, uint64_t *user_id)
     crpm_region *regs = NULL;
     int n = 0;
     uint64_t nphys = 0;
-    int rc = crpm_parse_slot(c, c->epoch - 1, &regs, &n, user_id, &nphys);
+    int rc = crpm_parse_slot(c, c->epoch - 1, &regs, &n, NULL, NULL, user_id, &nphys);
     for (int i = 0; rc == 0 && i < n; i++)
         free(regs[i].segs);
     free(regs);

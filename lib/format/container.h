@@ -117,8 +117,6 @@ typedef struct crpm_header_facts {
 /* CRPM_SUCCESS, or the error that opening the file would give for its
  * superblock or commit word (a file that is no container of this format). */
 int crpm_header_read(const char *path, crpm_header_facts *out);
-/* 1 when the container holds data CRCs (0 only for benchmark containers). */
-int crpm_container_has_checksums(const crpm_container *c);
 
 void crpm_container_set_hook(crpm_container *c, crpm_hook_fn fn, void *arg);
 crpm_media *crpm_container_media(crpm_container *c);
@@ -137,8 +135,6 @@ void crpm_container_identity(const crpm_container *c, char *job, size_t len, int
  * identity is the owner's). */
 /* Before a stage: durable "in progress" and the owner's file size. */
 int crpm_replica_begin(crpm_container *r, uint64_t size);
-/* Bytes stored into the mapping at [off, off+len) become durable at commit. */
-void crpm_replica_stored(crpm_container *r, uint64_t off, uint64_t len);
 /* Makes the stored bytes durable, then commits `epoch` (as the owner did). */
 int crpm_replica_commit(crpm_container *r, uint64_t epoch);
 /* Whole-file transfers write the commit word last, apart from the data:
@@ -156,6 +152,12 @@ typedef struct crpm_seg {
     uint32_t state;
 } crpm_seg;
 
+/* A pack: one segment shared by small arrays (format.h, version 3). */
+typedef struct crpm_pack {
+    crpm_seg seg;            /* its two copies */
+    uint64_t len;            /* bytes in use (what its CRC table covers) */
+} crpm_pack;
+
 typedef struct crpm_region {
     /* as saved in the committed epoch (saved == 0: not in it) */
     int saved;
@@ -163,28 +165,17 @@ typedef struct crpm_region {
     int32_t type_code;
     uint64_t elem_size;
     uint64_t count;
-    uint64_t nsegs;
+    uint64_t nsegs;          /* its own segments (0 when packed) */
     crpm_seg *segs;
-    /* as protected now */
-    void *ptr;
-    int32_t p_type_code;
-    uint64_t p_elem_size;
-    uint64_t p_count;
-    /* change tracking (volatile, only with a tracker) */
-    int tracked;             /* ptr..ptr+bytes is registered with the tracker */
-    int declared;            /* the owner reports its writes (crpm_container_written): wbits */
-    const char *untracked;   /* with a tracker: why it is compared instead (static text) */
-    int stale_valid;         /* stale describes the two copies */
-    int rescan_all;          /* a scan's report was lost: treat every block as written */
-    int scanned;             /* wbits holds this checkpoint's scan */
-    uint64_t *wbits;         /* blocks reported written by this checkpoint's scan (declared:
-                                since the last commit) */
-    uint64_t *stale;         /* blocks where the two NVM copies may differ */
-    uint64_t bits_cap;       /* words in wbits and stale */
-    uint64_t wbytes;         /* bytes on pages this checkpoint's scan reported written */
-    int hot_left;            /* checkpoints left that compare it whole, unscanned (densely written) */
-    int hot_len;             /* length of its next hot period */
-    int report_fresh;        /* the next scan reports one epoch's writes (not a hot period's) */
+    uint32_t pack;           /* its pack in c->packs, or CRPM_NO_PACK */
+    uint64_t pack_off;       /* packed: where its bytes start in the pack */
+    /* as protected now (prot.elem_size == 0: not protected; prot.name is
+     * NULL); becomes the saved description when the next checkpoint commits */
+    crpm_array prot;
+    /* The engine's state of the region (change tracking: engine/engine_int.h).
+     * Opaque here: the format layer only carries it along when it reloads
+     * the region table (crpm_load_slot). */
+    struct crpm_eregion *eng;
 } crpm_region;
 
 struct crpm_container {
@@ -198,6 +189,8 @@ struct crpm_container {
     uint64_t nphys;          /* segments the pool holds (file extent) */
     crpm_region *regions;
     int nregions, cap_regions;
+    crpm_pack *packs;        /* the committed epoch's packs */
+    uint32_t npacks;
     crpm_idindex rindex;     /* regions by id */
     uint8_t *used;           /* per physical segment: referenced or allocated */
     uint64_t used_cap;
@@ -205,10 +198,10 @@ struct crpm_container {
     uint32_t *crc_len;       /* per physical segment: its CRC table is known to describe its
                                 first crc_len bytes (0: unknown, rewrite the whole table) */
     uint64_t hint;           /* where the next free-segment search starts */
-    struct crpm_tracker *trk; /* NULL: compare every block */
-    int any_declared;         /* some region reports its writes (sticky) */
-    int want_tracking;
-    char track_msg[256];      /* why tracking was not available */
+    uint64_t generation;     /* counts reloads of the committed state (open, rollback, renumber):
+                                what the engine knew about the copies is then void */
+    struct crpm_engine *eng; /* the engine's state (engine/engine_int.h); NULL when the container
+                                was opened by the format layer alone (tools) */
     crpm_hook_fn hook;
     void *hook_arg;
     int read_only;            /* opened with opts.read_only */
@@ -221,8 +214,20 @@ struct crpm_container {
 /* container.c */
 uint64_t crpm_commit_word(uint64_t nonce, uint64_t epoch, int in_progress);
 int crpm_write_commit(crpm_container *c, uint64_t epoch, int in_progress);
+/* Where the regions' bytes lie in an epoch being written: per region its
+ * segments (NULL: packed, or not protected) or its pack and offset, and the
+ * packs. */
+typedef struct crpm_seg_plan {
+    crpm_seg **segs;
+    uint32_t *pack;          /* CRPM_NO_PACK: its own segments */
+    uint64_t *pack_off;
+    crpm_pack *packs;
+    uint32_t npacks;
+} crpm_seg_plan;
+void crpm_seg_plan_free(crpm_seg_plan *l, int nregs);
+/* Writes the slot of `epoch`: the protected regions (prot) laid out as lay says. */
 int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_t nphys,
-                    crpm_region *regs, int nregs, crpm_seg **segs);
+                    const crpm_region *regs, int nregs, const crpm_seg_plan *lay);
 int crpm_load_slot(crpm_container *c, uint64_t epoch);
 int crpm_grow_pool(crpm_container *c, uint64_t min_nphys);
 int crpm_reserve_seg(crpm_container *c, uint32_t phys, uint64_t len);
@@ -239,11 +244,12 @@ uint64_t crpm_crc_chunk_for(uint64_t seg, uint64_t blk);
  * checksums. */
 void crpm_crc_compute(crpm_container *c, uint32_t phys, const char *data, uint64_t len, uint64_t c0, uint64_t c1);
 void crpm_crc_flush(crpm_container *c, uint32_t phys, uint64_t c0, uint64_t c1);
-/* Checks the CRCs of the chunks of physical segment phys covering its bytes
- * [off, off+len): off a multiple of crc_chunk, off+len the end of a chunk or
- * of the region's bytes in the segment.  -1 when all match (or the container
- * has no checksums), else the segment offset of the first bad chunk. */
-int64_t crpm_crc_check(const crpm_container *c, uint32_t phys, uint64_t off, uint64_t len);
+/* Checks the CRCs of the chunks of physical segment phys that cover its
+ * bytes [off, off+len), whole chunks, of which the table covers the first
+ * `covered` bytes (the region's bytes in the segment, or a pack's length).
+ * -1 when all match (or the container has no checksums), else the segment
+ * offset of the first bad chunk. */
+int64_t crpm_crc_check(const crpm_container *c, uint32_t phys, uint64_t off, uint64_t len, uint64_t covered);
 /* Only the committed copies' CRC tables are trusted (after open, rollback, a
  * failed checkpoint). */
 void crpm_crc_trust_committed(crpm_container *c);
@@ -253,12 +259,25 @@ uint64_t crpm_fmt_now_ns(void);
 uint32_t crpm_meta_crc(const void *p, size_t n, uint32_t seed);
 uint64_t crpm_nsegs_for(uint64_t bytes, uint64_t seg);
 void crpm_compute_prev(crpm_container *c);
-int crpm_parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int *nout, uint64_t *user_id,
-                      uint64_t *nphys);
+/* Parses slot epoch % 2: its regions, packs (packs may be NULL: not
+ * wanted), user id and pool size. */
+int crpm_parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int *nout, crpm_pack **packs,
+                    uint32_t *npacks, uint64_t *user_id, uint64_t *nphys);
+/* The committed copies of saved region r: *n entries; byte o of r lies in
+ * entry o / segment_size, at offset *base + o % segment_size of the entry's
+ * committed copy (a packed region: one entry, its pack's, *base its offset). */
+const crpm_seg *crpm_region_segs(const crpm_container *c, const crpm_region *r, uint64_t *n, uint64_t *base);
+/* Packing is possible (version 3 and later). */
+static inline int crpm_can_pack(const crpm_container *c) { return c->sb.version >= 3; }
 int crpm_view_load(crpm_container *c, int with_data);
 
+/* Copies saved region r of the committed epoch into host memory dst, or
+ * into the array `to` through its memory kind (util/memkind.h), checking
+ * every chunk's CRC on the way (CRPM_ERR_CORRUPT names the array and the
+ * byte offset; what arrived so far stays). */
 int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst);
 /* Bytes [off, off+len) of saved region r into dst, every CRC chunk they touch
  * checked (CRPM_ERR_CORRUPT names the array and offset). */
 int crpm_copy_saved_range(crpm_container *c, const crpm_region *r, uint64_t off, uint64_t len, void *dst);
+int crpm_copy_saved_array(crpm_container *c, const crpm_region *r, const crpm_array *to);
 #endif

@@ -1,4 +1,5 @@
-/* On-media format of a libcrpm container (version 2).
+/* On-media format of a libcrpm container (version 3; version 2 is read and
+ * written too, without packing).
  *
  *   [0, 4096)          superblock (immutable after creation) and, at
  *                      COMMIT_OFF, the 8-byte commit word
@@ -9,7 +10,8 @@
  *                      crc_chunk bytes of the data, seeded with
  *                      ~(lo32(nonce) ^ hi32(nonce) ^ phys * 0x9E3779B1 ^
  *                      chunk * 0x85EBCA77); a segment's last chunk covers
- *                      only the bytes its region has there)
+ *                      only the bytes its region has there, a pack's last
+ *                      chunk only the pack's length)
  *
  * crc_chunk = max(block_size, 1 KiB) (at most segment_size): with small blocks
  * a CRC per block would make the tables large, and ISA-L's CRC32C runs at
@@ -20,8 +22,23 @@
  * hold the committed state, under the same fence; the committed copy and its
  * table are never written, so they always agree unless the media is damaged.
  *
- * Version 2 added the CRC tables, crc_chunk, seg_stride and run_id; version-1
- * files are refused (CRPM_ERR_VERSION).
+ * Packing (version 3).  An array of at most min(segment_size / 8, 64 KiB)
+ * bytes does not get segments of its own: it lies at an 8-byte aligned
+ * offset of a pack, a segment shared with other small arrays, with the same
+ * two copies and CRC table as any segment (its last chunk ends at the pack's
+ * length).  The slot records each pack (its copies and length) and, for each
+ * packed array, its pack and offset.  A checkpoint gathers a pack's arrays
+ * into one buffer (gaps zero) and writes it like a segment: only the blocks
+ * that differ, into the copy that does not hold the committed state; an
+ * array keeps its place while it fits, so unchanged arrays cost nothing, and
+ * a pack left mostly empty is laid out afresh.  Thousands of scalars thus take
+ * one segment and one slot entry each, not two segments each.
+ *
+ * Version 3 added packing (crpm_slot_packs, the pack fields of
+ * crpm_slot_region).  Version 2 added the CRC tables, crc_chunk, seg_stride and
+ * run_id.  Version-2 containers are read and keep being written as version 2
+ * (no packing: its slots have no room for it); version-1 files are refused
+ * (CRPM_ERR_VERSION).
  *
  * A layout record (struct crpm_layout_rec, at CRPM_LAYOUT_OFF in the header
  * page, immutable like the superblock) says what the file is (a rank's
@@ -43,7 +60,8 @@
 
 #define CRPM_MAGIC "CRPMCONT"
 #define CRPM_SLOT_MAGIC "CRPMSLOT"
-#define CRPM_FORMAT_VERSION 2u
+#define CRPM_FORMAT_VERSION 3u
+#define CRPM_FORMAT_OLDEST 2u         /* the oldest version read (and written) */
 #define CRPM_CRC_MIN_CHUNK 1024u
 #define CRPM_RUN_ID_LEN 16
 #define CRPM_HDR_SIZE 4096u
@@ -53,6 +71,8 @@
 #define CRPM_DEFAULT_SLOT (8u << 20)  /* at most, for the segment table */
 #define CRPM_SLOT_ARRAYS (1u << 17)   /* arrays a default slot has room for */
 #define CRPM_NO_PHYS UINT32_MAX
+#define CRPM_NO_PACK UINT32_MAX       /* crpm_slot_region.pack of an array with its own segments */
+#define CRPM_PACK_ALIGN 8u            /* packed arrays start at multiples of this */
 
 struct crpm_super {
     char magic[8];
@@ -107,8 +127,34 @@ struct crpm_slot_hdr {
     uint32_t crc;             /* CRC32C of header (crc = 0) and body */
 };
 
-/* body: per region a crpm_slot_region followed by nsegs crpm_slot_seg */
+/* body (version 3): a crpm_slot_packs and its npacks crpm_slot_pack, then per
+ * region a crpm_slot_region followed by its nsegs crpm_slot_seg.
+ * body (version 2): per region a crpm_slot_region_v2 and its segments. */
+struct crpm_slot_packs {
+    uint32_t npacks;
+    uint32_t reserved;
+};
+
+/* A pack: a segment shared by small arrays (state as crpm_slot_seg, always
+ * 1 or 2); len: bytes in use, what its CRC table covers. */
+struct crpm_slot_pack {
+    uint32_t phys[2];
+    uint32_t state;
+    uint32_t len;
+};
+
 struct crpm_slot_region {
+    int32_t id;
+    int32_t type_code;
+    uint64_t elem_size;
+    uint64_t count;
+    uint64_t nsegs;           /* its own segments; 0 when packed */
+    uint32_t pack;            /* its pack, or CRPM_NO_PACK */
+    uint32_t reserved;
+    uint64_t pack_off;        /* packed: its bytes are [pack_off, pack_off + bytes) of the pack */
+};
+
+struct crpm_slot_region_v2 {
     int32_t id;
     int32_t type_code;
     uint64_t elem_size;

@@ -22,11 +22,6 @@ int crpm_replica_begin(crpm_container *r, uint64_t size)
     return rc;
 }
 
-void crpm_replica_stored(crpm_container *r, uint64_t off, uint64_t len)
-{
-    crpm_persist_flush(&r->media, r->media.base + off, len);
-}
-
 int crpm_replica_commit(crpm_container *r, uint64_t epoch)
 {
     crpm_persist_drain(&r->media);

@@ -17,10 +17,10 @@
 
 /* The slot's size is fixed when the container is created: say which part of
  * the metadata outgrew it, and what helps. */
-static int slot_full(const crpm_container *c, uint32_t narrays, uint64_t body)
+static int slot_full(const crpm_container *c, uint32_t narrays, uint64_t rec, uint64_t body)
 {
-    uint64_t per_array = sizeof(struct crpm_slot_region) + sizeof(struct crpm_slot_seg);
-    uint64_t array_part = (uint64_t)narrays * sizeof(struct crpm_slot_region);
+    uint64_t per_array = rec + sizeof(struct crpm_slot_seg);
+    uint64_t array_part = (uint64_t)narrays * rec;
     uint64_t room = c->sb.slot_size - sizeof(struct crpm_slot_hdr);
     if (array_part * 2 >= body)
         return crpm_error(CRPM_ERR_RANGE,
@@ -37,20 +37,68 @@ static int slot_full(const crpm_container *c, uint32_t narrays, uint64_t body)
                       c->path, narrays, (unsigned long long)body, (unsigned long long)room);
 }
 
-int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_t nphys,
-                    crpm_region *regs, int nregs, crpm_seg **segs)
+/* Bytes of the regions' records in a slot (what the region table takes). */
+static size_t region_rec(const crpm_container *c)
 {
-    uint64_t body = 0;
-    uint32_t nsaved = 0;
-    for (int i = 0; i < nregs; i++) {
-        if (!regs[i].p_elem_size)
-            continue; /* not protected: not part of this epoch */
-        nsaved++;
-        body += sizeof(struct crpm_slot_region) +
-                crpm_nsegs_for(regs[i].p_count * regs[i].p_elem_size, c->sb.segment_size) * sizeof(struct crpm_slot_seg);
+    return crpm_can_pack(c) ? sizeof(struct crpm_slot_region) : sizeof(struct crpm_slot_region_v2);
+}
+
+static uint32_t pack_of(const crpm_seg_plan *lay, int i) { return lay->pack ? lay->pack[i] : CRPM_NO_PACK; }
+
+/* The slot body of a layout: into p (NULL: only its size). */
+static uint64_t slot_body(const crpm_container *c, const crpm_region *regs, int nregs, const crpm_seg_plan *lay,
+                          char *p, uint32_t *nsaved)
+{
+    uint64_t body = 0, seg = c->sb.segment_size;
+    size_t rec = region_rec(c);
+    *nsaved = 0;
+    if (crpm_can_pack(c)) {
+        struct crpm_slot_packs h = {lay->npacks, 0};
+        if (p)
+            memcpy(p, &h, sizeof h);
+        body += sizeof h;
+        for (uint32_t k = 0; k < lay->npacks; k++, body += sizeof(struct crpm_slot_pack)) {
+            const crpm_pack *q = &lay->packs[k];
+            struct crpm_slot_pack sp = {{q->seg.phys[0], q->seg.phys[1]}, q->seg.state, (uint32_t)q->len};
+            if (p)
+                memcpy(p + body, &sp, sizeof sp);
+        }
     }
+    for (int i = 0; i < nregs; i++) {
+        const crpm_array *a = &regs[i].prot;
+        if (!a->elem_size)
+            continue; /* not protected: not part of this epoch */
+        (*nsaved)++;
+        uint32_t pk = pack_of(lay, i);
+        uint64_t ns = pk == CRPM_NO_PACK ? crpm_nsegs_for(crpm_array_bytes(a), seg) : 0;
+        if (p && rec == sizeof(struct crpm_slot_region)) {
+            struct crpm_slot_region r = {regs[i].id, a->type_code, a->elem_size, a->count, ns, pk, 0,
+                                         pk == CRPM_NO_PACK ? 0 : lay->pack_off[i]};
+            memcpy(p + body, &r, sizeof r);
+        } else if (p) {
+            struct crpm_slot_region_v2 r = {regs[i].id, a->type_code, a->elem_size, a->count, ns};
+            memcpy(p + body, &r, sizeof r);
+        }
+        body += rec;
+        for (uint64_t k = 0; k < ns; k++, body += sizeof(struct crpm_slot_seg)) {
+            const crpm_seg *g = &lay->segs[i][k];
+            struct crpm_slot_seg sg = {{g->phys[0], g->phys[1]}, g->state};
+            if (p)
+                memcpy(p + body, &sg, sizeof sg);
+        }
+    }
+    return body;
+}
+
+int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_t nphys,
+                    const crpm_region *regs, int nregs, const crpm_seg_plan *lay)
+{
+    if (lay->npacks && !crpm_can_pack(c))
+        return crpm_error(CRPM_ERR_STATE, "%s: a version-%u container has no packs", c->path, c->sb.version);
+    uint32_t nsaved;
+    uint64_t body = slot_body(c, regs, nregs, lay, NULL, &nsaved);
     if (sizeof(struct crpm_slot_hdr) + body > c->sb.slot_size)
-        return slot_full(c, nsaved, body);
+        return slot_full(c, nsaved, region_rec(c), body);
     size_t total = sizeof(struct crpm_slot_hdr) + body;
     /* slots are sparse: storage for what this one needs, or an error, not SIGBUS */
     int rc = c->media.ops->reserve(&c->media, c->sb.slot_offset[epoch % 2], total);
@@ -69,25 +117,22 @@ int crpm_write_slot(crpm_container *c, uint64_t epoch, uint64_t user_id, uint64_
     h->nphys = nphys;
     h->body_size = body;
     h->nregions = nsaved;
-    char *p = buf + sizeof *h;
-    for (int i = 0; i < nregs; i++) {
-        uint64_t bytes = regs[i].p_count * regs[i].p_elem_size;
-        if (!regs[i].p_elem_size)
-            continue;
-        struct crpm_slot_region r = {regs[i].id, regs[i].p_type_code, regs[i].p_elem_size, regs[i].p_count,
-                                     crpm_nsegs_for(bytes, c->sb.segment_size)};
-        memcpy(p, &r, sizeof r);
-        p += sizeof r;
-        for (uint64_t k = 0; k < r.nsegs; k++) {
-            struct crpm_slot_seg s = {{segs[i][k].phys[0], segs[i][k].phys[1]}, segs[i][k].state};
-            memcpy(p, &s, sizeof s);
-            p += sizeof s;
-        }
-    }
+    slot_body(c, regs, nregs, lay, buf + sizeof *h, &nsaved);
     h->crc = crpm_meta_crc(buf, total, 0);
     crpm_persist_copy(&c->media, c->media.base + c->sb.slot_offset[epoch % 2], buf, total);
     free(buf);
     return CRPM_SUCCESS;
+}
+
+void crpm_seg_plan_free(crpm_seg_plan *l, int nregs)
+{
+    for (int i = 0; l->segs && i < nregs; i++)
+        free(l->segs[i]);
+    free(l->segs);
+    free(l->pack);
+    free(l->pack_off);
+    free(l->packs);
+    memset(l, 0, sizeof *l);
 }
 
 static int cmp_i32(const void *a, const void *b)
@@ -112,10 +157,121 @@ static int has_duplicate_id(const crpm_region *regs, uint32_t n)
     return dup;
 }
 
+/* A segment entry that names copies outside the pool or one copy twice. */
+static int bad_seg(uint32_t p0, uint32_t p1, uint32_t state, uint64_t nphys)
+{
+    uint32_t ph[2] = {p0, p1};
+    return state > 2 || (state && ph[state - 1] >= nphys) || (p0 != CRPM_NO_PHYS && p0 >= nphys) ||
+           (p1 != CRPM_NO_PHYS && p1 >= nphys) || (p0 != CRPM_NO_PHYS && p0 == p1);
+}
+
+/* Version 3: the pack table at the start of the body.  0, -1 (inconsistent)
+ * or CRPM_ERR_NOMEM. */
+static int parse_packs(const crpm_container *c, const char **p, const char *end, uint64_t nphys,
+                       crpm_pack **out, uint32_t *n)
+{
+    struct crpm_slot_packs h;
+    if ((size_t)(end - *p) < sizeof h)
+        return -1;
+    memcpy(&h, *p, sizeof h);
+    *p += sizeof h;
+    if (h.npacks > (uint64_t)(end - *p) / sizeof(struct crpm_slot_pack))
+        return -1;
+    *out = calloc(h.npacks ? h.npacks : 1, sizeof **out);
+    if (!*out)
+        return CRPM_ERR_NOMEM;
+    *n = h.npacks;
+    for (uint32_t k = 0; k < h.npacks; k++) {
+        struct crpm_slot_pack sp;
+        memcpy(&sp, *p, sizeof sp);
+        *p += sizeof sp;
+        if (bad_seg(sp.phys[0], sp.phys[1], sp.state, nphys) || !sp.state || !sp.len ||
+            sp.len > c->sb.segment_size)
+            return -1;
+        (*out)[k] = (crpm_pack){{{sp.phys[0], sp.phys[1]}, sp.state}, sp.len};
+    }
+    return 0;
+}
+
+/* One region record and its segments into r.  0, -1 or CRPM_ERR_NOMEM. */
+static int parse_region(const crpm_container *c, const char **p, const char *end, uint64_t nphys,
+                        const crpm_pack *packs, uint32_t npacks, crpm_region *r)
+{
+    struct crpm_slot_region x = {0};
+    if (crpm_can_pack(c)) {
+        if ((size_t)(end - *p) < sizeof x)
+            return -1;
+        memcpy(&x, *p, sizeof x);
+        *p += sizeof x;
+    } else {
+        struct crpm_slot_region_v2 v;
+        if ((size_t)(end - *p) < sizeof v)
+            return -1;
+        memcpy(&v, *p, sizeof v);
+        *p += sizeof v;
+        x = (struct crpm_slot_region){v.id, v.type_code, v.elem_size, v.count, v.nsegs, CRPM_NO_PACK, 0, 0};
+    }
+    if (x.elem_size == 0 || x.count > UINT64_MAX / x.elem_size)
+        return -1;
+    uint64_t bytes = x.count * x.elem_size;
+    if (x.pack == CRPM_NO_PACK ? x.pack_off || x.nsegs != crpm_nsegs_for(bytes, c->sb.segment_size)
+                               : x.pack >= npacks || x.nsegs || !bytes || x.pack_off % CRPM_PACK_ALIGN ||
+                                     x.pack_off > packs[x.pack].len || bytes > packs[x.pack].len - x.pack_off)
+        return -1;
+    if (x.nsegs > (uint64_t)(end - *p) / sizeof(struct crpm_slot_seg))
+        return -1;
+    *r = (crpm_region){.saved = 1, .id = x.id, .type_code = x.type_code, .elem_size = x.elem_size,
+                       .count = x.count, .nsegs = x.nsegs, .pack = x.pack, .pack_off = x.pack_off};
+    r->prot.id = x.id;
+    r->segs = calloc(x.nsegs ? x.nsegs : 1, sizeof(crpm_seg));
+    if (!r->segs)
+        return CRPM_ERR_NOMEM;
+    for (uint64_t k = 0; k < x.nsegs; k++) {
+        struct crpm_slot_seg sg;
+        memcpy(&sg, *p, sizeof sg);
+        *p += sizeof sg;
+        if (bad_seg(sg.phys[0], sg.phys[1], sg.state, nphys))
+            return -1;
+        r->segs[k] = (crpm_seg){{sg.phys[0], sg.phys[1]}, sg.state};
+    }
+    return 0;
+}
+
+typedef struct packed_at {
+    uint32_t pack;
+    uint64_t off, end;
+} packed_at;
+
+static int cmp_packed(const void *a, const void *b)
+{
+    const packed_at *x = a, *y = b;
+    if (x->pack != y->pack)
+        return x->pack < y->pack ? -1 : 1;
+    return (x->off > y->off) - (x->off < y->off);
+}
+
+/* Two packed regions share bytes (or no memory to tell). */
+static int packed_overlap(const crpm_region *regs, uint32_t n)
+{
+    packed_at *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return 1;
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (regs[i].pack != CRPM_NO_PACK)
+            v[m++] = (packed_at){regs[i].pack, regs[i].pack_off, regs[i].pack_off + regs[i].count * regs[i].elem_size};
+    qsort(v, m, sizeof *v, cmp_packed);
+    int bad = 0;
+    for (uint32_t i = 1; i < m && !bad; i++)
+        bad = v[i].pack == v[i - 1].pack && v[i].off < v[i - 1].end;
+    free(v);
+    return bad;
+}
+
 /* Parses slot `epoch % 2` into *out (allocated).  Returns CRPM_ERR_CORRUPT
  * with a message when the slot is not a valid description of `epoch`. */
-int crpm_parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int *nout, uint64_t *user_id,
-                      uint64_t *nphys)
+int crpm_parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int *nout, crpm_pack **packs_out,
+                    uint32_t *npacks_out, uint64_t *user_id, uint64_t *nphys)
 {
     const char *base = c->media.base + c->sb.slot_offset[epoch % 2];
     struct crpm_slot_hdr h;
@@ -138,47 +294,21 @@ int crpm_parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int *n
         return crpm_error(CRPM_ERR_CORRUPT, "%s: checksum mismatch in metadata of epoch %llu", c->path,
                           (unsigned long long)epoch);
     crpm_region *regs = calloc(h.nregions ? h.nregions : 1, sizeof *regs);
-    if (!regs)
-        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    crpm_pack *packs = NULL;
+    uint32_t npacks = 0, i = 0;
     const char *p = base + sizeof h, *end = p + h.body_size;
-    int rc = CRPM_SUCCESS;
-    uint32_t i;
-    for (i = 0; i < h.nregions && rc == 0; i++) {
-        struct crpm_slot_region r;
-        if ((size_t)(end - p) < sizeof r) { rc = -1; break; }
-        memcpy(&r, p, sizeof r);
-        p += sizeof r;
-        if (r.elem_size == 0 || r.count > UINT64_MAX / r.elem_size ||
-            r.nsegs != crpm_nsegs_for(r.count * r.elem_size, c->sb.segment_size) ||
-            r.nsegs > (uint64_t)(end - p) / sizeof(struct crpm_slot_seg)) { rc = -1; break; }
-        regs[i].saved = 1;
-        regs[i].id = r.id;
-        regs[i].type_code = r.type_code;
-        regs[i].elem_size = r.elem_size;
-        regs[i].count = r.count;
-        regs[i].nsegs = r.nsegs;
-        regs[i].segs = calloc(r.nsegs ? r.nsegs : 1, sizeof(crpm_seg));
-        if (!regs[i].segs) { i++; rc = CRPM_ERR_NOMEM; break; }
-        for (uint64_t k = 0; k < r.nsegs; k++) {
-            struct crpm_slot_seg s;
-            memcpy(&s, p, sizeof s);
-            p += sizeof s;
-            if (s.state > 2 || (s.state && (s.phys[s.state - 1] >= h.nphys)) ||
-                (s.phys[0] != CRPM_NO_PHYS && s.phys[0] >= h.nphys) ||
-                (s.phys[1] != CRPM_NO_PHYS && s.phys[1] >= h.nphys) ||
-                (s.phys[0] != CRPM_NO_PHYS && s.phys[0] == s.phys[1]))
-                rc = -1;
-            regs[i].segs[k] = (crpm_seg){{s.phys[0], s.phys[1]}, s.state};
-        }
-    }
-    if (rc == 0 && p != end)
-        rc = -1;
-    if (rc == 0 && has_duplicate_id(regs, h.nregions))
+    int rc = regs ? CRPM_SUCCESS : CRPM_ERR_NOMEM;
+    if (rc == 0 && crpm_can_pack(c))
+        rc = parse_packs(c, &p, end, h.nphys, &packs, &npacks);
+    for (; rc == 0 && i < h.nregions; i++)
+        rc = parse_region(c, &p, end, h.nphys, packs, npacks, &regs[i]);
+    if (rc == 0 && (p != end || has_duplicate_id(regs, h.nregions) || packed_overlap(regs, h.nregions)))
         rc = -1;
     if (rc) {
-        for (uint32_t j = 0; j < i && j < h.nregions; j++)
+        for (uint32_t j = 0; regs && j < i + 1 && j < h.nregions; j++)
             free(regs[j].segs);
         free(regs);
+        free(packs);
         if (rc == CRPM_ERR_NOMEM)
             return crpm_error(rc, "out of memory");
         return crpm_error(CRPM_ERR_CORRUPT, "%s: inconsistent region table in metadata of epoch %llu", c->path,
@@ -186,15 +316,37 @@ int crpm_parse_slot(crpm_container *c, uint64_t epoch, crpm_region **out, int *n
     }
     *out = regs;
     *nout = (int)h.nregions;
+    if (packs_out) {
+        *packs_out = packs;
+        *npacks_out = npacks;
+    } else {
+        free(packs);
+    }
     *user_id = h.user_id;
     *nphys = h.nphys;
     return CRPM_SUCCESS;
+}
+
+const crpm_seg *crpm_region_segs(const crpm_container *c, const crpm_region *r, uint64_t *n, uint64_t *base)
+{
+    if (r->pack != CRPM_NO_PACK) {
+        *n = 1;
+        *base = r->pack_off;
+        return &c->packs[r->pack].seg;
+    }
+    *n = r->nsegs;
+    *base = 0;
+    return r->segs;
 }
 
 void crpm_mark_used(crpm_container *c)
 {
     if (c->used_cap)
         memset(c->used, 0, c->used_cap);
+    for (uint32_t k = 0; k < c->npacks; k++)
+        for (int j = 0; j < 2; j++)
+            if (c->packs[k].seg.phys[j] != CRPM_NO_PHYS)
+                c->used[c->packs[k].seg.phys[j]] = 1;
     for (int i = 0; i < c->nregions; i++)
         for (uint64_t k = 0; c->regions[i].saved && k < c->regions[i].nsegs; k++)
             for (int j = 0; j < 2; j++)
@@ -260,16 +412,19 @@ static int find_sorted(const int64_t *byid, int n, int32_t id)
 int crpm_load_slot(crpm_container *c, uint64_t epoch)
 {
     crpm_region *regs = NULL;
+    crpm_pack *packs = NULL;
+    uint32_t npacks = 0;
     int n = 0;
     uint64_t user_id = 0, nphys = c->nphys;
     if (epoch > 0) {
-        int rc = crpm_parse_slot(c, epoch, &regs, &n, &user_id, &nphys);
+        int rc = crpm_parse_slot(c, epoch, &regs, &n, &packs, &npacks, &user_id, &nphys);
         if (rc)
             return rc;
         uint64_t need = c->sb.data_offset + nphys * c->sb.seg_stride;
         if (need > c->media.size) {
             for (int i = 0; i < n; i++) free(regs[i].segs);
             free(regs);
+            free(packs);
             return crpm_error(CRPM_ERR_TRUNCATED, "%s: file has %zu bytes, epoch %llu needs %llu", c->path,
                               c->media.size, (unsigned long long)epoch, (unsigned long long)need);
         }
@@ -280,6 +435,7 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
     if (!merged) {
         for (int i = 0; i < n; i++) free(regs[i].segs);
         free(regs);
+        free(packs);
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     }
     int m = n;
@@ -288,6 +444,7 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
     if (!byid) {
         for (int i = 0; i < n; i++) free(merged[i].segs);
         free(merged);
+        free(packs);
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     }
     for (int i = 0; i < n; i++)
@@ -295,7 +452,7 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
     qsort(byid, (size_t)n, sizeof *byid, cmp_i64);
     for (int i = 0; i < c->nregions; i++) {
         crpm_region *old = &c->regions[i];
-        if (!old->p_elem_size)
+        if (!old->prot.elem_size)
             continue; /* not protected */
         int j = find_sorted(byid, n, old->id);
         if (j < 0)
@@ -303,36 +460,32 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
         if (j == m) {
             memset(&merged[m], 0, sizeof merged[m]);
             merged[m].id = old->id;
+            merged[m].pack = CRPM_NO_PACK;
             m++;
         }
-        merged[j].ptr = old->ptr;
-        merged[j].p_type_code = old->p_type_code;
-        merged[j].p_elem_size = old->p_elem_size;
-        merged[j].p_count = old->p_count;
-        /* the registration stays; what the copies hold is now unknown */
-        merged[j].tracked = old->tracked;
-        merged[j].declared = old->declared;
-        merged[j].untracked = old->untracked;
-        merged[j].wbits = old->wbits;
-        merged[j].stale = old->stale;
-        merged[j].bits_cap = old->bits_cap;
-        merged[j].stale_valid = 0;
-        merged[j].rescan_all = 1;
-        old->wbits = old->stale = NULL;
+        merged[j].prot = old->prot;
+        merged[j].eng = old->eng; /* void now: see generation */
+        old->eng = NULL;
     }
     free(byid);
     crpm_free_regions(c);
     c->regions = merged;
     c->nregions = m;
     c->cap_regions = cap;
+    free(c->packs);
+    c->packs = packs;
+    c->npacks = npacks;
     c->user_id = user_id;
     c->nphys = nphys;
+    c->generation++;
     int rc = ensure_used_cap(c, nphys);
     if (rc)
         return rc;
     crpm_mark_used(c);
     /* a physical segment referenced twice would let one epoch overwrite another */
     uint64_t refs = 0, marked = 0;
+    for (uint32_t k = 0; k < c->npacks; k++)
+        refs += (c->packs[k].seg.phys[0] != CRPM_NO_PHYS) + (c->packs[k].seg.phys[1] != CRPM_NO_PHYS);
     for (int i = 0; i < c->nregions; i++)
         for (uint64_t k = 0; c->regions[i].saved && k < c->regions[i].nsegs; k++)
             refs += (c->regions[i].segs[k].phys[0] != CRPM_NO_PHYS) + (c->regions[i].segs[k].phys[1] != CRPM_NO_PHYS);

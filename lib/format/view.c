@@ -148,7 +148,7 @@ int crpm_container_region(const crpm_container *c, int idx, crpm_array *out)
     if (i < 0)
         return crpm_error(CRPM_ERR_RANGE, "region index %d out of range", idx);
     const crpm_region *r = &c->regions[i];
-    *out = (crpm_array){r->id, r->type_code, r->elem_size, r->count, NULL, NULL};
+    *out = (crpm_array){r->id, r->type_code, r->elem_size, r->count, NULL, NULL, NULL};
     return CRPM_SUCCESS;
 }
 
@@ -242,6 +242,13 @@ int crpm_inspect_file_verify(const char *path, FILE *out, int verify)
     for (int i = 0; i < c->nregions; i++) {
         crpm_region *r = &c->regions[i];
         if (!r->saved) continue;
+        if (r->pack != CRPM_NO_PACK) {
+            total += r->count * r->elem_size;
+            fprintf(out, "  id %-6d type %-4d elem %-6llu count %-12llu bytes %-12llu packed: pack %u, offset %llu\n",
+                    r->id, r->type_code, (unsigned long long)r->elem_size, (unsigned long long)r->count,
+                    (unsigned long long)(r->count * r->elem_size), r->pack, (unsigned long long)r->pack_off);
+            continue;
+        }
         uint64_t nb = 0;
         for (uint64_t k = 0; k < r->nsegs; k++)
             nb += r->segs[k].phys[0] != CRPM_NO_PHYS && r->segs[k].phys[1] != CRPM_NO_PHYS;
@@ -251,6 +258,15 @@ int crpm_inspect_file_verify(const char *path, FILE *out, int verify)
                 r->id, r->type_code, (unsigned long long)r->elem_size, (unsigned long long)r->count,
                 (unsigned long long)(r->count * r->elem_size), (unsigned long long)r->nsegs,
                 (unsigned long long)nb);
+    }
+    if (c->npacks) {
+        uint64_t used = 0, nb = 0;
+        for (uint32_t k = 0; k < c->npacks; k++) {
+            used += c->packs[k].len;
+            nb += c->packs[k].seg.phys[0] != CRPM_NO_PHYS && c->packs[k].seg.phys[1] != CRPM_NO_PHYS;
+        }
+        fprintf(out, "packs:          %u segments shared by small arrays, %llu bytes in use (%llu with backup)\n",
+                c->npacks, (unsigned long long)used, (unsigned long long)nb);
     }
     fprintf(out, "protected:      %llu bytes\n", (unsigned long long)total);
     if (verify && (rc = verify_view(c, out)) != 0) {

@@ -107,7 +107,12 @@ int crpm_full_write(const char *dir, int rank, uint64_t id, int nregions, const 
         total += sizeof fr;
     }
     for (int i = 0; i < nregions && rc == 0; i++) {
-        rc = write_all(fd, r[i].ptr, r[i].elem_size * r[i].count, &crc, tmp);
+        const void *bytes = NULL;
+        void *host = NULL; /* not host memory: a host copy (util/memkind.h) */
+        rc = crpm_array_view(&r[i], &bytes, &host);
+        if (rc == 0)
+            rc = write_all(fd, bytes, r[i].elem_size * r[i].count, &crc, tmp);
+        crpm_array_view_end(host);
         total += r[i].elem_size * r[i].count;
     }
     uint32_t c32 = (uint32_t)crc;
@@ -173,13 +178,27 @@ int crpm_full_read(const char *dir, int rank, uint64_t id, int nregions, const c
             rc = crpm_error(CRPM_ERR_MISMATCH, "%s: array %d does not match the protected array %d", path, fr.id,
                             r[i].id);
     }
-    for (int i = 0; i < nregions && rc == 0; i++)
-        rc = read_all(fd, r[i].ptr, r[i].elem_size * r[i].count, &crc, path);
+    /* arrays not in host memory are read into host buffers and copied in
+     * once the file's checksum held */
+    void **host = calloc((size_t)(nregions > 0 ? nregions : 1), sizeof *host);
+    if (!host && rc == 0)
+        rc = crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < nregions && rc == 0; i++) {
+        void *bytes = NULL;
+        rc = crpm_array_fill_begin(&r[i], &bytes, &host[i]);
+        if (rc == 0)
+            rc = read_all(fd, bytes, r[i].elem_size * r[i].count, &crc, path);
+    }
     uint32_t stored, want = (uint32_t)crc;
     if (rc == 0)
         rc = read_all(fd, &stored, sizeof stored, &crc, path);
     if (rc == 0 && stored != want)
         rc = crpm_error(CRPM_ERR_CORRUPT, "%s: checksum mismatch", path);
+    for (int i = 0; host && i < nregions; i++) {
+        int frc = crpm_array_fill_end(&r[i], host[i], rc == 0);
+        rc = rc ? rc : frc;
+    }
+    free(host);
     close(fd);
     return rc;
 }

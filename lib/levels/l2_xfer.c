@@ -52,6 +52,11 @@ static void keep_buf(crpm_sendq *q, void *b)
         q->err = q->err ? q->err : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
 }
 
+void crpm_sendq_keep(crpm_sendq *q, void *buf)
+{
+    keep_buf(q, buf);
+}
+
 void crpm_sendq_post(crpm_sendq *q, MPI_Comm comm, int peer, int tag, const void *p, size_t n)
 {
     void *b = malloc(n ? n : 1);

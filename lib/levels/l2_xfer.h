@@ -21,6 +21,8 @@ typedef struct crpm_sendq {
     int err;                   /* first MPI error while posting */
 } crpm_sendq;
 
+/* buf (malloc'd) is freed by crpm_sendq_wait, after the sends that read it. */
+void crpm_sendq_keep(crpm_sendq *q, void *buf);
 /* Posts a copy of n bytes (small control data). */
 void crpm_sendq_post(crpm_sendq *q, MPI_Comm comm, int peer, int tag, const void *p, size_t n);
 /* Posts ranges (offsets into base) as they are now in memory: a count, the

@@ -514,11 +514,16 @@ int l4_check_group(hid_t f, const char *fname, int rank, int read_into, int nreg
                                 dwhere, (int)s.type_code, (unsigned long long)s.count,
                                 (unsigned long long)s.elem_size, (int)r->type_code,
                                 (unsigned long long)r->count, (unsigned long long)r->elem_size);
+            void *bytes = NULL, *host = NULL; /* not host memory: checked in a host buffer, then copied in */
+            if (rc == CRPM_SUCCESS)
+                rc = crpm_array_fill_begin(r, &bytes, &host);
             if (rc == CRPM_SUCCESS) {
                 hid_t mt = l4_type(r->type_code, r->elem_size);
                 rc = mt < 0 ? l4_h5_fail("%s: cannot build the memory type", dwhere)
-                            : l4_read_checked(ds, dwhere, &s, r->ptr, mt);
+                            : l4_read_checked(ds, dwhere, &s, bytes, mt);
                 l4_close_id(&mt, H5Tclose);
+                int frc = crpm_array_fill_end(r, host, rc == CRPM_SUCCESS);
+                rc = rc ? rc : frc;
             }
         } else if (rc == CRPM_SUCCESS) {
             rc = l4_read_checked(ds, dwhere, &s, NULL, -1);

@@ -583,7 +583,7 @@ int crpm_l4g_rank_arrays(crpm_l4g *h, int q, crpm_array **arr, int *n)
         l4_saved s;
         rc = ds >= 0 ? l4_read_saved(ds, where, &s) : l4_h5_fail("%s: cannot open", where);
         if (rc == 0)
-            a[i] = (crpm_array){l.v[i], s.type_code, s.elem_size, s.count, NULL, NULL};
+            a[i] = (crpm_array){l.v[i], s.type_code, s.elem_size, s.count, NULL, NULL, NULL};
         l4_close_id(&ds, H5Dclose);
     }
     l4_close_id(&g, H5Gclose);

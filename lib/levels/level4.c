@@ -122,7 +122,11 @@ static int gather_descs(MPI_Comm comm, int nregions, const crpm_array *regions, 
         mine[i].type_code = (uint64_t)(int64_t)r->type_code;
         mine[i].elem_size = r->elem_size;
         mine[i].count = r->count;
-        mine[i].crc = r->count ? l4_crc_update(l4_crc_init(), r->ptr, r->count * r->elem_size) : l4_crc_init();
+        const void *bytes = NULL;
+        void *tmp = NULL; /* arrays not in host memory: a host copy (util/memkind.h) */
+        rc = crpm_array_view(r, &bytes, &tmp);
+        mine[i].crc = r->count && bytes ? l4_crc_update(l4_crc_init(), bytes, r->count * r->elem_size) : l4_crc_init();
+        crpm_array_view_end(tmp);
     }
     /* Allocation failures must not skip the collectives below. */
     rc = crpm_agree(comm, rank, rc, "level 4: describing the arrays");
@@ -221,10 +225,15 @@ static int write_contents(MPI_Comm comm, const char *tmp, const l4_root *root, c
         const crpm_array *reg = &regions[i];
         if (reg->count == 0)
             continue;
+        const void *bytes = NULL;
+        void *host = NULL; /* arrays not in host memory: a host copy (util/memkind.h) */
+        if ((rc = crpm_array_view(reg, &bytes, &host)) != CRPM_SUCCESS)
+            break;
         hid_t mt = l4_type(reg->type_code, reg->elem_size);
-        if (mt < 0 || H5Dwrite(dsets[displ[rank] + i], mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, reg->ptr) < 0)
+        if (mt < 0 || H5Dwrite(dsets[displ[rank] + i], mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes) < 0)
             rc = l4_h5_fail("level 4: writing rank_%d/id_%d of %s failed", rank, (int)reg->id, tmp);
         l4_close_id(&mt, H5Tclose);
+        crpm_array_view_end(host);
     }
     for (int i = 0; i < total; i++)
         l4_close_id(&dsets[i], H5Dclose);

@@ -6,7 +6,7 @@ static crpm_container *cont(crpm_level *lv) { return lv->state; }
 
 static int l1_protect(crpm_level *lv, const crpm_array *a)
 {
-    return crpm_container_protect(cont(lv), a->id, a->ptr, a->count, a->type_code, a->elem_size);
+    return crpm_container_protect_array(cont(lv), a);
 }
 
 static int l1_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm_stats_t *st, int *committed)

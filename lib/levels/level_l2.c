@@ -238,23 +238,35 @@ static int stage_ranges(const crpm_wlog *log, crpm_wlog *out)
  * (a zero header reaching past the commit word's offset, which
  * crpm_recv_ranges never writes, then the arrays back to back). */
 #define FULL_HDR 4096u
-static void post_full(l2_state *s, crpm_sendq *q, const crpm_level_env *env, const crpm_array *a, int n)
+static int post_full(l2_state *s, crpm_sendq *q, const crpm_level_env *env, const crpm_array *a, int n)
 {
     uint64_t hdr[2] = {0, 0}, off = FULL_HDR;
-    for (int i = 0; i < n; i++) {
+    /* arrays not in host memory are sent from host copies (util/memkind.h),
+     * made before anything is posted: a failure sends an empty header */
+    const void **bytes = calloc((size_t)(n > 0 ? n : 1), sizeof *bytes);
+    int rc = bytes ? CRPM_SUCCESS : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+    for (int i = 0; i < n && rc == 0; i++) {
+        void *tmp = NULL;
+        rc = crpm_array_view(&a[i], &bytes[i], &tmp);
+        if (tmp)
+            crpm_sendq_keep(q, tmp); /* freed once sent */
         hdr[0] += crpm_array_bytes(&a[i]);
         hdr[1] += crpm_array_bytes(&a[i]) > 0;
     }
+    if (rc)
+        hdr[0] = hdr[1] = 0;
     crpm_sendq_post(q, env->comm, s->o.partner, TAG_FULL, hdr, sizeof hdr);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && rc == 0; i++) {
         crpm_wrange r = {off, crpm_array_bytes(&a[i])};
         if (!r.len)
             continue;
         /* base such that base + off is the array */
-        const char *base = (const char *)((uintptr_t)a[i].ptr - (uintptr_t)off);
+        const char *base = (const char *)((uintptr_t)bytes[i] - (uintptr_t)off);
         crpm_sendq_ranges(q, env->comm, s->o.partner, TAG_FULL, base, &r, 1);
         off += r.len;
     }
+    free(bytes);
+    return rc;
 }
 
 static int recv_full(const crpm_level_env *env, held *h, const crpm_l2_opts *o, uint64_t *got)
@@ -403,7 +415,8 @@ static int l2_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm
                               ranges[k].v, ranges[k].n);
         }
     } else if (mine == M_FULL) {
-        post_full(s, &q, env, a, n);
+        int prc = post_full(s, &q, env, a, n);
+        rc = rc ? rc : prc;
     }
     if (s->o.hook)
         s->o.hook(s->o.hook_arg, CRPM_L2_HOOK_SENT);

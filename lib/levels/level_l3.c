@@ -45,6 +45,8 @@ typedef struct img_reg {
     uint64_t elem, count, nsegs; /* nsegs: container segments */
     uint64_t first, nunits;      /* its image units */
     crpm_seg *segs;
+    uint64_t base;               /* where its bytes start in segs' copies (packed arrays: crpm_region_segs) */
+    uint64_t span;               /* packed arrays: the bytes its pack's CRC table covers (0: not packed) */
 } img_reg;
 
 /* A rank's image of one committed epoch: the meta area, then each array,
@@ -136,15 +138,17 @@ static int image_of(crpm_container *c, uint64_t unit, image *im)
         if (!r->saved)
             continue;
         img_reg *d = &im->reg[im->nreg];
-        uint64_t nu = (r->count * r->elem_size + unit - 1) / unit;
-        *d = (img_reg){r->id, r->type_code, r->elem_size, r->count, r->nsegs, next, nu, NULL};
-        d->segs = malloc(sizeof *d->segs * (r->nsegs ? r->nsegs : 1));
+        uint64_t nu = (r->count * r->elem_size + unit - 1) / unit, ns, base;
+        const crpm_seg *sg = crpm_region_segs(c, r, &ns, &base);
+        *d = (img_reg){r->id, r->type_code, r->elem_size, r->count, ns, next, nu, NULL, base,
+                       r->pack != CRPM_NO_PACK ? c->packs[r->pack].len : 0};
+        d->segs = malloc(sizeof *d->segs * (ns ? ns : 1));
         if (!d->segs) {
             image_free(im);
             return crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory");
         }
-        if (r->nsegs)
-            memcpy(d->segs, r->segs, sizeof *d->segs * r->nsegs);
+        if (ns)
+            memcpy(d->segs, sg, sizeof *d->segs * ns);
         unsigned char *m = im->meta + META_REC * (uint64_t)(1 + im->nreg);
         memcpy(m, &d->id, 4);
         memcpy(m + 4, &d->type, 4);
@@ -169,8 +173,10 @@ static int same_layout(const image *a, const image *b)
 }
 
 /* Image unit s: its bytes (NULL: zeros), how many are defined (the rest
- * are zero) and the physical segment holding them (CRPM_NO_PHYS: none). */
-static const char *unit_bytes(crpm_container *c, const image *im, uint64_t s, uint64_t *len, uint32_t *phys)
+ * are zero) and the physical segment holding them (CRPM_NO_PHYS: none);
+ * *covered (may be NULL): the bytes of that segment its CRC table covers. */
+static const char *unit_bytes(crpm_container *c, const image *im, uint64_t s, uint64_t *len, uint32_t *phys,
+                              uint64_t *covered)
 {
     uint64_t seg = c->sb.segment_size, unit = im->unit;
     *phys = CRPM_NO_PHYS;
@@ -196,7 +202,9 @@ static const char *unit_bytes(crpm_container *c, const image *im, uint64_t s, ui
         return NULL;
     *len = bytes - o < unit ? bytes - o : unit;
     *phys = r->segs[k].phys[r->segs[k].state - 1];
-    return crpm_seg_addr(c, *phys) + o % seg;
+    if (covered)
+        *covered = r->span ? r->span : bytes - k * seg < seg ? bytes - k * seg : seg;
+    return crpm_seg_addr(c, *phys) + r->base + o % seg;
 }
 
 /* ---- deltas ------------------------------------------------------------------ */
@@ -273,10 +281,11 @@ static void delta_unit(l3_state *s, const image *nw, const image *old, uint64_t 
 {
     uint64_t ln = 0, lo = 0;
     uint32_t pn, po = CRPM_NO_PHYS;
-    const unsigned char *n = (const unsigned char *)unit_bytes(s->own, nw, seg_i, &ln, &pn);
-    const unsigned char *o = old ? (const unsigned char *)unit_bytes(s->own, old, seg_i, &lo, &po) : NULL;
-    if (old && pn != CRPM_NO_PHYS && pn == po && ln == lo)
-        return; /* the same committed copy: not written by this checkpoint */
+    const unsigned char *n = (const unsigned char *)unit_bytes(s->own, nw, seg_i, &ln, &pn, NULL);
+    const unsigned char *o = old ? (const unsigned char *)unit_bytes(s->own, old, seg_i, &lo, &po, NULL) : NULL;
+    if (old && pn != CRPM_NO_PHYS && pn == po && ln == lo && n == o)
+        return; /* the same bytes of the same committed copy: not written by this checkpoint (a packed
+                   array may have moved within a pack that kept its copy) */
     uint64_t len = ln > lo ? ln : lo, blk = s->blksize;
     static const unsigned char zero[4096];
     for (uint64_t off = 0; off < len; off += blk) {
@@ -550,7 +559,7 @@ static void pack_units(l3_state *s, const image *im, int j, uint64_t t0, uint64_
     uint64_t ln;
     uint32_t ph;
     for (uint64_t t = t0; t < t1; t++) {
-        const char *p = unit_bytes(s->own, im, t * (uint64_t)s->k + (uint64_t)j, &ln, &ph);
+        const char *p = unit_bytes(s->own, im, t * (uint64_t)s->k + (uint64_t)j, &ln, &ph, NULL);
         memset(b + (t - t0) * width, 0, width);
         if (p)
             memcpy(b + (t - t0) * width, p, ln < width ? ln : width);
@@ -563,7 +572,7 @@ static uint64_t defined_width(l3_state *s, const image *im)
     uint64_t w = 0, ln;
     uint32_t ph;
     for (uint64_t i = 0; i < im->nunits; i++) {
-        unit_bytes(s->own, im, i, &ln, &ph);
+        unit_bytes(s->own, im, i, &ln, &ph, NULL);
         w = ln > w ? ln : w;
     }
     return w;
@@ -1075,12 +1084,12 @@ static const void *rb_bytes(rb *r, const rb_src *x, uint64_t t, uint64_t need, u
     *n = 0;
     if (x->unit < s->k) {
         uint32_t ph;
-        uint64_t u = t * (uint64_t)s->k + (uint64_t)x->j;
-        p = unit_bytes(s->own, &r->im, u, n, &ph);
+        uint64_t u = t * (uint64_t)s->k + (uint64_t)x->j, covered = 0;
+        p = unit_bytes(s->own, &r->im, u, n, &ph, &covered);
         *n = p ? *n : 0;
         int64_t bad = -1;
         if (p && ph != CRPM_NO_PHYS)
-            bad = crpm_crc_check(s->own, ph, (uint64_t)((const char *)p - crpm_seg_addr(s->own, ph)), *n);
+            bad = crpm_crc_check(s->own, ph, (uint64_t)((const char *)p - crpm_seg_addr(s->own, ph)), *n, covered);
         if (bad >= 0) {
             *rc = *rc ? *rc : crpm_error(CRPM_ERR_CORRUPT, "level 3: %s fails its CRC32C check in physical segment "
                                          "%u at byte %lld: rank %d cannot serve the rebuild", s->own->path, ph,

@@ -382,7 +382,7 @@ static int describe_l4(crpm_ctx *ctx, crpm_rs_restart *s, unsigned char **buf, s
         for (int k = 0; rc == 0 && k < lay.nsub; k++) {
             const crpm_subset *b = &lay.sub[k];
             const crpm_gds *d = crpm_glayout_dataset(&lay, b->gid);
-            all[n++] = (crpm_array){b->id, d->type_code, d->elem_size, crpm_box_volume(b->ndims, b->cnt), NULL, NULL};
+            all[n++] = (crpm_array){b->id, d->type_code, d->elem_size, crpm_box_volume(b->ndims, b->cnt), NULL, NULL, NULL};
         }
         if (all)
             a = all;

@@ -145,26 +145,30 @@ int main(int argc, char **argv)
     copy_file(path, bad, -1); flip(bad, 8, 1);            expect_open("bit flip in version", CRPM_ERR_CORRUPT);
     {   /* another format version whose superblock checks: that version, not damage */
         copy_file(path, bad, -1);
-        struct crpm_super v3 = sb;
-        v3.version = 3;
-        v3.crc = 0;
-        v3.crc = crpm_meta_crc(&v3, sizeof v3, 0);
+        struct crpm_super v4 = sb;
+        v4.version = CRPM_FORMAT_VERSION + 1;
+        v4.crc = 0;
+        v4.crc = crpm_meta_crc(&v4, sizeof v4, 0);
         int vfd = open(bad, O_RDWR);
-        CHECK(vfd >= 0 && pwrite(vfd, &v3, sizeof v3, 0) == (ssize_t)sizeof v3, "write version 3");
+        CHECK(vfd >= 0 && pwrite(vfd, &v4, sizeof v4, 0) == (ssize_t)sizeof v4, "write a later version");
         close(vfd);
-        expect_open("format version 3", CRPM_ERR_VERSION);
+        expect_open("a later format version", CRPM_ERR_VERSION);
         copy_file(path, bad, -1);
         flip(bad, 0, 3);
         flip(bad, 1, 3);                                  expect_open("two bytes of the magic", CRPM_ERR_FORMAT);
     }
-    {   /* a version-1 container (before data checksums) is refused, saying so */
+    {   /* a version-1 container (before data checksums) is refused, saying so;
+         * its superblock checks as version 1, so it is not a damaged field */
         copy_file(path, bad, -1);
-        uint32_t v1 = 1;
+        struct crpm_super v1 = sb;
+        v1.version = 1;
+        v1.crc = 0;
+        v1.crc = crpm_meta_crc(&v1, sizeof v1, 0);
         int vfd = open(bad, O_RDWR);
-        CHECK(vfd >= 0 && pwrite(vfd, &v1, 4, 8) == 4, "write version");
+        CHECK(vfd >= 0 && pwrite(vfd, &v1, sizeof v1, 0) == (ssize_t)sizeof v1, "write version 1");
         close(vfd);
         expect_open("format version 1", CRPM_ERR_VERSION);
-        CHECK(strstr(crpm_last_error(), "format version 1") && strstr(crpm_last_error(), "reads version 2"),
+        CHECK(strstr(crpm_last_error(), "format version 1") && strstr(crpm_last_error(), "reads versions 2 to 3"),
               "version message: %s", crpm_last_error());
     }
     copy_file(path, bad, -1); flip(bad, 16, 0);           expect_open("bit flip in geometry", CRPM_ERR_CORRUPT);

@@ -3,12 +3,17 @@
  * random subsets with 8-byte tearing) are opened and recovered.  Each must hold
  * exactly epoch k or k-1, and the previous epoch must be intact whenever the
  * container says it is recoverable.  After each checkpoint returns, the media
- * alone must hold epoch k. */
+ * alone must hold epoch k.
+ *
+ *   test_crash_sim DIR MIN_IMAGES [track|declared|device]
+ * device: the arrays live in mock device memory (mock_device.h), some in a
+ * kind that stages its own changes, some in one that only copies. */
 #include <fcntl.h>
 #include <unistd.h>
 #include "check.h"
 #include "engine.h"
 #include "persist_sim.h"
+#include "mock_device.h"
 
 #define MAXR 8
 #define MAXE 128
@@ -29,6 +34,7 @@ typedef struct region {
     uint64_t spare_bytes;
     uint64_t wr[16][2]; /* writes of this epoch, to report after protect */
     int nwr;
+    int was_packed;
 } region;
 
 /* Records a write for the declared mode; too many: the whole array. */
@@ -52,6 +58,29 @@ static char *img;
 static int mid_checkpoint;
 static int track; /* run the workloads with change_tracking = pagemap */
 static int declared; /* the workloads report their writes (crpm_container_written) */
+static int device; /* the arrays are in mock device memory */
+static uint64_t packed_seen, moves_seen; /* packed arrays after a checkpoint; arrays moved in or out of packs */
+
+/* The arrays' buffers: host memory, or the host side of mock device memory
+ * (written as a kernel would write device memory). */
+static void *ralloc(uint64_t n) { return device ? mock_malloc(n) : malloc(n ? n : 1); }
+static void *rrealloc(void *p, uint64_t n) { return device ? mock_realloc(p, n) : realloc(p, n ? n : 1); }
+static void rfree(void *p)
+{
+    if (device)
+        mock_free(p);
+    else
+        free(p);
+}
+
+static int protect(crpm_container *c, int32_t id, char *buf, uint64_t count, uint64_t es)
+{
+    if (!device)
+        return crpm_container_protect(c, id, buf, count, CRPM_TC_BYTE, es);
+    crpm_array a = {id, CRPM_TC_BYTE, es, count, mock_dev(buf), NULL,
+                    id % 3 == 0 ? &mock_kind_copy : &mock_kind_diff};
+    return crpm_container_protect_array(c, &a);
+}
 
 static void free_snap(snap *s)
 {
@@ -218,7 +247,7 @@ static void mutate(uint64_t *s, region *r, int k)
     if (a < 25 || !r->bytes) {
         if (a < 10 && r->bytes < 200000) { /* grow */
             uint64_t nb = r->bytes + 1 + rnd_below(s, 20000);
-            r->buf = realloc(r->buf, nb);
+            r->buf = rrealloc(r->buf, nb);
             fill_random(s, r->buf + r->bytes, nb - r->bytes);
             wrote(r, r->bytes, nb - r->bytes);
             r->bytes = nb;
@@ -248,13 +277,13 @@ static void mutate(uint64_t *s, region *r, int k)
                     wrote(r, 0, n);
                 }
     } else if (a < 89) { /* re-protect with a new pointer; the old buffer is kept as a spare */
-        char *nb = malloc(r->bytes);
+        char *nb = ralloc(r->bytes);
         memcpy(nb, r->buf, r->bytes);
         if (!r->spare) {
             r->spare = r->buf;
             r->spare_bytes = r->bytes;
         } else {
-            free(r->buf);
+            rfree(r->buf);
         }
         r->buf = nb;
         if (rnd_below(s, 2)) { /* unreported on purpose: a new pointer means compare all */
@@ -297,16 +326,17 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
         r[i].live = 1;
         r[i].id = (int32_t)(i * 7 + 1);
         r[i].bytes = rnd_below(&s, 3) == 0 ? rnd_below(&s, 100) : rnd_below(&s, 40000);
-        r[i].buf = malloc(r[i].bytes ? r[i].bytes : 1);
+        r[i].buf = ralloc(r[i].bytes);
         fill_random(&s, r[i].buf, r[i].bytes);
     }
+    mock_superset = device && (seed & 1); /* the staging kind may report unchanged blocks too */
     for (int k = 1; k <= nepochs; k++) {
         for (int i = 0; i < MAXR; i++) {
             if (r[i].live) {
                 if (k > 1 && rnd_below(&s, 40) == 0 && nr > 1) { /* unprotect (protected since epoch 1) */
                     REQUIRE(crpm_container_unprotect(c, r[i].id) == 0, "unprotect");
-                    free(r[i].buf);
-                    free(r[i].spare);
+                    rfree(r[i].buf);
+                    rfree(r[i].spare);
                     r[i].live = 0;
                     r[i].buf = r[i].spare = NULL;
                     nr--;
@@ -317,14 +347,13 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
                 r[i].live = 1;
                 r[i].id = (int32_t)(100 + i);
                 r[i].bytes = rnd_below(&s, 30000);
-                r[i].buf = malloc(r[i].bytes ? r[i].bytes : 1);
+                r[i].buf = ralloc(r[i].bytes);
                 fill_random(&s, r[i].buf, r[i].bytes);
                 nr++;
             }
             if (r[i].live) {
                 int es = r[i].bytes % 8 == 0 ? 8 : 1;
-                rc = crpm_container_protect(c, r[i].id, r[i].buf, r[i].bytes / (uint64_t)es, CRPM_TC_BYTE,
-                                            (uint64_t)es);
+                rc = protect(c, r[i].id, r[i].buf, r[i].bytes / (uint64_t)es, (uint64_t)es);
                 REQUIRE(rc == 0, "protect: %s", crpm_last_error());
                 if (declared) {
                     REQUIRE(crpm_container_declare_writes(c, r[i].id) == 0, "declare: %s", crpm_last_error());
@@ -343,6 +372,13 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
         mid_checkpoint = 0;
         REQUIRE(rc == 0, "checkpoint %d: %s", k, crpm_last_error());
         REQUIRE(crpm_container_epoch(c) == (uint64_t)k, "epoch");
+        for (int i = 0; i < MAXR; i++) { /* packing (format.h) seen */
+            crpm_region *reg = r[i].live ? crpm_region_find(c, r[i].id) : NULL;
+            int packed = reg && reg->saved && reg->pack != CRPM_NO_PACK;
+            packed_seen += (uint64_t)packed;
+            moves_seen += (uint64_t)(reg && k > 1 && packed != r[i].was_packed);
+            r[i].was_packed = packed;
+        }
         /* durable state alone must hold epoch k, and k-1 must be recoverable */
         crpm_media *m = crpm_container_media(c);
         memcpy(img, crpm_sim_media(m), m->size);
@@ -361,8 +397,8 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
     crpm_container_close(c);
     crpm_sim_set_callback(NULL, NULL);
     for (int i = 0; i < MAXR; i++) {
-        free(r[i].buf);
-        free(r[i].spare);
+        rfree(r[i].buf);
+        rfree(r[i].spare);
     }
     unlink(path);
 }
@@ -373,6 +409,7 @@ int main(int argc, char **argv)
     uint64_t min_images = argc > 2 ? strtoull(argv[2], NULL, 10) : 10000;
     track = argc > 3 && strcmp(argv[3], "track") == 0;
     declared = argc > 3 && strcmp(argv[3], "declared") == 0;
+    device = argc > 3 && strcmp(argv[3], "device") == 0;
     img = malloc(64u << 20);
     snprintf(img_path, sizeof img_path, "%s/sim-img-%d.crpm", dir, (int)getpid());
     rng_img = 12345;
@@ -391,7 +428,11 @@ int main(int argc, char **argv)
     }
     unlink(img_path);
     printf("crash images checked: %llu in %d workloads%s (%llu resumed with a new checkpoint), failures: %llu\n",
-           (unsigned long long)images, runs, track ? " (change tracking)" : declared ? " (declared writes)" : "", (unsigned long long)resumed,
+           (unsigned long long)images, runs, track ? " (change tracking)" : declared ? " (declared writes)" : device ? " (mock device memory)" : "", (unsigned long long)resumed,
            (unsigned long long)failures);
+    printf("packed arrays after a checkpoint: %llu; arrays moved into or out of a pack: %llu\n",
+           (unsigned long long)packed_seen, (unsigned long long)moves_seen);
+    if (!declared && !failures)
+        REQUIRE(packed_seen > 100 && moves_seen > 10, "the workloads must cover packed arrays and moves");
     return failures ? 1 : 0;
 }

@@ -4,7 +4,8 @@
  * each case must end in an error or in exactly the known content of the epoch
  * it reports (K or K-1); never a crash, a hang (alarm) or wrong data.
  *
- *   test_fuzz DIR [CASES [SEED]]   fuzz (default 2000 cases)
+ *   test_fuzz DIR [CASES [SEED [device]]]   fuzz (default 2000 cases); device:
+ *                                  recovery into mock device memory (mock_device.h)
  *   test_fuzz DIR flip OUT         write a container whose committed data has
  *                                  one flipped byte to OUT (for crpm-inspect) */
 #include <fcntl.h>
@@ -13,23 +14,38 @@
 #include <unistd.h>
 #include "check.h"
 #include "engine.h"
+#include "mock_device.h"
 
-#define NREG 3
+#define NREG 7
 #define K 4 /* committed epoch of the pristine containers */
-static const uint64_t sizes[NREG] = {20000, 4099, 64}; /* several segments, a partial chunk, one chunk */
+/* Bytes of array id r + 1 in epoch k (0: not protected then): several
+ * segments, a partial chunk, one chunk, and small arrays that share packs
+ * (format.h): a scalar; one that grows past the packing limit and comes
+ * back; one unprotected at epoch 3; one new at epoch 3. */
+static const uint64_t size_at[K + 1][NREG] = {
+    {0},
+    {20000, 4099, 64, 8, 100, 40, 0},
+    {20000, 4099, 64, 8, 9000, 40, 0},
+    {20000, 4099, 64, 8, 100, 0, 100},
+    {20000, 4099, 64, 8, 120, 0, 100},
+};
+#define MAXSZ 20000
 static char *ref[K + 1][NREG];
+static int device; /* recover into mock device memory */
 
 static void epoch_data(uint64_t *s, int k)
 {
     for (int r = 0; r < NREG; r++) {
-        ref[k][r] = malloc(sizes[r]);
-        if (k == 1) {
-            fill_random(s, ref[k][r], sizes[r]);
+        uint64_t n = size_at[k][r], before = k > 1 ? size_at[k - 1][r] : 0;
+        ref[k][r] = calloc(1, MAXSZ);
+        if (!n)
             continue;
-        }
-        memcpy(ref[k][r], ref[k - 1][r], sizes[r]);
+        if (before)
+            memcpy(ref[k][r], ref[k - 1][r], before < n ? before : n);
+        if (before < n)
+            fill_random(s, ref[k][r] + before, n - before);
         for (int i = 0; i < 1 + (int)rnd_below(s, 40); i++) /* sparse changes: both copies in use */
-            ref[k][r][rnd_below(s, sizes[r])] ^= (char)(1 + rnd_below(s, 255));
+            ref[k][r][rnd_below(s, n)] ^= (char)(1 + rnd_below(s, 255));
     }
 }
 
@@ -42,15 +58,20 @@ static void build(const char *path, uint64_t seg, uint64_t blk)
     crpm_container *c;
     REQUIRE(crpm_container_open(&o, &c, NULL) == 0, "create: %s", crpm_last_error());
     char *buf[NREG];
-    for (int r = 0; r < NREG; r++) {
-        buf[r] = malloc(sizes[r]);
-        REQUIRE(crpm_container_protect(c, r + 1, buf[r], sizes[r], CRPM_TC_BYTE, 1) == 0, "protect");
-    }
+    for (int r = 0; r < NREG; r++)
+        buf[r] = malloc(MAXSZ);
     for (int k = 1; k <= K; k++) {
-        for (int r = 0; r < NREG; r++)
-            memcpy(buf[r], ref[k][r], sizes[r]);
+        for (int r = 0; r < NREG; r++) {
+            memcpy(buf[r], ref[k][r], size_at[k][r]);
+            if (size_at[k][r])
+                REQUIRE(crpm_container_protect(c, r + 1, buf[r], size_at[k][r], CRPM_TC_BYTE, 1) == 0, "protect");
+            else if (k > 1 && size_at[k - 1][r])
+                REQUIRE(crpm_container_unprotect(c, r + 1) == 0, "unprotect");
+        }
         REQUIRE(crpm_container_checkpoint(c, (uint64_t)k, NULL) == 0, "checkpoint: %s", crpm_last_error());
     }
+    REQUIRE(c->npacks > 0 && crpm_region_find(c, 4)->pack != CRPM_NO_PACK &&
+            crpm_region_find(c, 1)->pack == CRPM_NO_PACK, "the container mixes packed and unpacked arrays");
     crpm_container_close(c);
     for (int r = 0; r < NREG; r++)
         free(buf[r]);
@@ -131,15 +152,19 @@ static size_t mutate(uint64_t *s, char *buf, size_t n, uint64_t data_off, char *
 
 static int same_epoch(crpm_container *c, uint64_t e, char **got)
 {
-    if (crpm_container_nregions(c) != NREG)
+    int n = 0;
+    for (int r = 0; r < NREG; r++)
+        n += size_at[e][r] > 0;
+    if (crpm_container_nregions(c) != n)
         return 0;
-    for (int i = 0; i < NREG; i++) {
+    for (int i = 0; i < n; i++) {
         crpm_array a;
-        if (crpm_container_region(c, i, &a) != 0 || a.id != i + 1 || crpm_array_bytes(&a) != sizes[i])
+        if (crpm_container_region(c, i, &a) != 0 || a.id < 1 || a.id > NREG ||
+            crpm_array_bytes(&a) != size_at[e][a.id - 1])
             return 0;
-        if (crpm_container_read_region(c, i, got[i]) != 0)
+        if (crpm_container_read_region(c, i, got[a.id - 1]) != 0)
             return -1; /* an error: fine */
-        if (memcmp(got[i], ref[e][i], sizes[i]) != 0)
+        if (memcmp(got[a.id - 1], ref[e][a.id - 1], size_at[e][a.id - 1]) != 0)
             return 0;
     }
     return 1;
@@ -165,9 +190,27 @@ static int check_case(const char *path, char **got, const char *what)
         bad = 1;
     } else {
         /* recovery through protected arrays: error or exact */
-        for (int i = 0; i < NREG; i++)
-            crpm_container_protect(c, i + 1, got[i], sizes[i], CRPM_TC_BYTE, 1);
-        if (crpm_container_recover(c) == 0)
+        char *dev[NREG] = {NULL};
+        const uint64_t *sizes = size_at[e];
+        for (int i = 0; i < NREG; i++) {
+            if (!sizes[i])
+                continue;
+            if (!device) {
+                crpm_container_protect(c, i + 1, got[i], sizes[i], CRPM_TC_BYTE, 1);
+                continue;
+            }
+            dev[i] = mock_malloc(sizes[i]);
+            crpm_array a = {i + 1, CRPM_TC_BYTE, 1, sizes[i], mock_dev(dev[i]), NULL,
+                            i % 2 ? &mock_kind_copy : &mock_kind_diff};
+            crpm_container_protect_array(c, &a);
+        }
+        int rrc = crpm_container_recover(c);
+        for (int i = 0; device && i < NREG; i++) {
+            if (dev[i])
+                memcpy(got[i], dev[i], sizes[i]);
+            mock_free(dev[i]);
+        }
+        if (rrc == 0)
             for (int i = 0; i < NREG; i++)
                 if (memcmp(got[i], ref[e][i], sizes[i]) != 0) {
                     fprintf(stderr, "FAIL (%s): recover of epoch %llu gave wrong data\n", what,
@@ -215,8 +258,9 @@ static int make_flip(const char *out)
     REQUIRE(crpm_container_open(&o, &c, NULL) == 0, "open: %s", crpm_last_error());
     char *got[NREG];
     for (int i = 0; i < NREG; i++) {
-        got[i] = malloc(sizes[i]);
-        crpm_container_protect(c, i + 1, got[i], sizes[i], CRPM_TC_BYTE, 1);
+        got[i] = malloc(MAXSZ);
+        if (size_at[K][i])
+            crpm_container_protect(c, i + 1, got[i], size_at[K][i], CRPM_TC_BYTE, 1);
     }
     char want[64]; /* the chunk holding byte 8492 */
     snprintf(want, sizeof want, "array id 1, byte offset %llu",
@@ -227,7 +271,7 @@ static int make_flip(const char *out)
     REQUIRE(rc == CRPM_ERR_CORRUPT && strstr(crpm_last_error(), want), "recover must fail naming '%s'", want);
     rc = crpm_container_read_region(c, 0, got[0]);
     REQUIRE(rc == CRPM_ERR_CORRUPT && strstr(crpm_last_error(), want), "read_region must fail naming '%s'", want);
-    REQUIRE(crpm_container_read_region(c, 1, got[1]) == 0 && memcmp(got[1], ref[K][1], sizes[1]) == 0,
+    REQUIRE(crpm_container_read_region(c, 1, got[1]) == 0 && memcmp(got[1], ref[K][1], size_at[K][1]) == 0,
           "an intact array reads back exactly");
     rc = crpm_container_verify(c, stdout);
     REQUIRE(rc == CRPM_ERR_CORRUPT && strstr(crpm_last_error(), want), "verify must fail naming '%s'", want);
@@ -251,6 +295,7 @@ int main(int argc, char **argv)
         return make_flip(argv[3]);
     int cases = argc > 2 ? atoi(argv[2]) : 2000;
     uint64_t seed = argc > 3 ? strtoull(argv[3], NULL, 10) : 2024;
+    device = argc > 4 && strcmp(argv[4], "device") == 0;
     char pristine[2][512], path[512];
     snprintf(pristine[0], sizeof pristine[0], "%s/fuzz-a-%d.crpm", dir, (int)getpid());
     snprintf(pristine[1], sizeof pristine[1], "%s/fuzz-b-%d.crpm", dir, (int)getpid());
@@ -262,7 +307,7 @@ int main(int argc, char **argv)
     uint64_t doff[2] = {data_offset_of(orig[0], n[0]), data_offset_of(orig[1], n[1])};
     char *got[NREG];
     for (int i = 0; i < NREG; i++)
-        got[i] = malloc(sizes[i]);
+        got[i] = malloc(MAXSZ);
     /* the pristine files themselves: epoch K, exact */
     for (int g = 0; g < 2; g++)
         REQUIRE(check_case(pristine[g], got, "pristine") == 0, "pristine container %d", g);
@@ -296,6 +341,7 @@ int main(int argc, char **argv)
     for (int k = 1; k <= K; k++)
         for (int r = 0; r < NREG; r++)
             free(ref[k][r]);
-    printf("fuzz cases: %d (%d rejected at open), failures: %d\n", cases, rejected, failures);
+    printf("fuzz cases: %d (%d rejected at open)%s, failures: %d\n", cases, rejected,
+           device ? ", recovered into mock device memory" : "", failures);
     return failures ? 1 : 0;
 }

@@ -1,7 +1,11 @@
 /* Real process kills: a child checkpoints ~32 MiB in a loop and is SIGKILLed at
  * random moments; after each kill the parent opens the container and checks
  * that it holds exactly one committed epoch (the last one the child reported,
- * or the one it was committing), then the next child resumes from it. */
+ * or the one it was committing), then the next child resumes from it.
+ *
+ *   test_kill DIR TRIALS [SEED|-] [track|device]
+ * device: the child's arrays are in mock device memory (mock_device.h), the
+ * largest in a kind that stages its own changes, the others copy-only. */
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -11,6 +15,7 @@
 #include <unistd.h>
 #include "check.h"
 #include "engine.h"
+#include "mock_device.h"
 
 #define NREG 3
 static const uint64_t sizes[NREG] = {24u << 20, 8u << 20, 1000};
@@ -37,7 +42,7 @@ static void apply_epoch(char **buf, uint64_t k)
 }
 
 static volatile int *in_ckpt;
-static int track;
+static int track, device;
 
 static void child(const char *path, int fd)
 {
@@ -48,8 +53,15 @@ static void child(const char *path, int fd)
     if (track && strcmp(crpm_container_tracking(c), "pagemap") != 0) _exit(CHECK_SKIP);
     char *buf[NREG];
     for (int r = 0; r < NREG; r++) {
-        buf[r] = calloc(1, sizes[r]);
-        crpm_container_protect(c, r, buf[r], sizes[r], CRPM_TC_BYTE, 1);
+        if (!device) {
+            buf[r] = calloc(1, sizes[r]);
+            crpm_container_protect(c, r, buf[r], sizes[r], CRPM_TC_BYTE, 1);
+            continue;
+        }
+        buf[r] = mock_malloc(sizes[r]);
+        memset(buf[r], 0, sizes[r]);
+        crpm_array a = {r, CRPM_TC_BYTE, 1, sizes[r], mock_dev(buf[r]), NULL, r == 0 ? &mock_kind_diff : &mock_kind_copy};
+        crpm_container_protect_array(c, &a);
     }
     uint64_t e = crpm_container_epoch(c);
     if (e && crpm_container_recover(c)) _exit(4);
@@ -78,6 +90,7 @@ int main(int argc, char **argv)
     uint64_t ref_epoch = 0, reported = 0, seed = (uint64_t)time(NULL);
     if (argc > 3 && strcmp(argv[3], "-") != 0) seed = strtoull(argv[3], NULL, 10);
     track = argc > 4 && strcmp(argv[4], "track") == 0;
+    device = argc > 4 && strcmp(argv[4], "device") == 0;
     printf("seed %llu\n", (unsigned long long)seed);
     int during = 0;
     for (int t = 0; t < trials; t++) {

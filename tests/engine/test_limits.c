@@ -5,7 +5,10 @@
  *                 a reason), a private anonymous array is still tracked
  *   many DIR N    N protected arrays: protect, checkpoint, recover work
  *                 within a generous time; with "beyond", N exceeds the limit
- *                 and the checkpoint must fail naming it (arrays, not segments) */
+ *                 and the checkpoint must fail naming it (arrays, not segments)
+ *   small DIR N   N arrays of one int each (issue 27): they share packs
+ *                 (format.h), so the container stays small and checkpoints
+ *                 fast (generous bounds; bench/engine/bench_small measures) */
 #include <errno.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -168,14 +171,73 @@ static int many(const char *dir, int n, int beyond)
     return 0;
 }
 
+static int small(const char *dir, int n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/limits-small-%d.crpm", dir, (int)getpid());
+    unlink(path);
+    crpm_open_opts o = {.path = path, .create = 1};
+    crpm_container *c;
+    REQUIRE(crpm_container_open(&o, &c, NULL) == 0, "open: %s", crpm_last_error());
+    int **v = malloc((size_t)n * sizeof *v);
+    uint64_t s = 3;
+    for (int i = 0; i < n; i++) { /* each scalar its own heap object */
+        v[i] = malloc(sizeof **v);
+        *v[i] = (int)rnd(&s);
+        REQUIRE(crpm_container_protect(c, i, v[i], 1, CRPM_TC_INT, sizeof(int)) == 0, "protect %d", i);
+    }
+    double worst = 0;
+    for (int k = 1; k <= 6; k++) {
+        for (int j = 0; k > 1 && j < n / 100 + 1; j++)
+            *v[rnd_below(&s, (uint64_t)n)] ^= 1 + (int)rnd_below(&s, 1000); /* the second copy is made whole at k = 2 */
+        double t = now();
+        crpm_stats_t st = ck(c, (uint64_t)k);
+        t = now() - t;
+        worst = t > worst && k > 1 ? t : worst;
+        printf("checkpoint %d: %.4f s, wrote %llu bytes\n", k, t, (unsigned long long)st.bytes_written);
+        REQUIRE(k <= 2 || st.bytes_written <= 2 * (uint64_t)(n / 100 + 1) * 256, "checkpoint %d wrote %llu bytes", k,
+                (unsigned long long)st.bytes_written);
+    }
+    crpm_container_close(c);
+    struct stat sb;
+    REQUIRE(stat(path, &sb) == 0, "stat");
+    printf("%d one-int arrays: file %lld bytes, %lld allocated; slowest checkpoint after the first %.4f s\n", n,
+           (long long)sb.st_size, (long long)sb.st_blocks * 512, worst);
+    REQUIRE((uint64_t)sb.st_blocks * 512 < (4u << 20), "%d scalars take %lld bytes of storage", n,
+            (long long)sb.st_blocks * 512);
+    REQUIRE((uint64_t)sb.st_size < (64u << 20), "%d scalars make a %lld-byte file", n, (long long)sb.st_size);
+    REQUIRE(worst < 0.5, "a checkpoint of %d scalars took %.3f s", n, worst);
+    int *want = malloc((size_t)n * sizeof *want);
+    for (int i = 0; i < n; i++) {
+        want[i] = *v[i];
+        *v[i] = 0;
+    }
+    REQUIRE(crpm_container_open(&o, &c, NULL) == 0, "reopen: %s", crpm_last_error());
+    for (int i = 0; i < n; i++)
+        REQUIRE(crpm_container_protect(c, i, v[i], 1, CRPM_TC_INT, sizeof(int)) == 0, "protect %d", i);
+    REQUIRE(crpm_container_recover(c) == 0, "recover: %s", crpm_last_error());
+    for (int i = 0; i < n; i++)
+        REQUIRE(*v[i] == want[i], "scalar %d not recovered", i);
+    REQUIRE(crpm_container_verify(c, NULL) == 0, "verify: %s", crpm_last_error());
+    crpm_container_close(c);
+    unlink(path);
+    for (int i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+    free(want);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 3 && !strcmp(argv[1], "special"))
         return special(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "memfd"))
         return memfd(argv[2]);
+    if (argc >= 4 && !strcmp(argv[1], "small"))
+        return small(argv[2], atoi(argv[3]));
     if (argc >= 4 && !strcmp(argv[1], "many"))
         return many(argv[2], atoi(argv[3]), argc > 4 && !strcmp(argv[4], "beyond"));
-    fprintf(stderr, "usage: test_limits special|memfd DIR | many DIR N [beyond]\n");
+    fprintf(stderr, "usage: test_limits special|memfd DIR | many DIR N [beyond] | small DIR N\n");
     return 2;
 }

@@ -44,30 +44,77 @@ static inline int dmg_kind(const char *name)
     return -1;
 }
 
-/* Whether physical segment phys holds the previous epoch's copy of region
- * `id`'s segment k as well (unchanged by the committed checkpoint). */
-static inline int dmg_in_prev(crpm_container *c, int32_t id, uint64_t k, uint32_t phys)
+/* Whether physical segment phys holds data of the previous epoch as well
+ * (a copy the committed checkpoint left unchanged: a region's segment or a
+ * pack of small arrays). */
+static inline int dmg_in_prev(crpm_container *c, uint32_t phys)
 {
     crpm_region *regs = NULL;
+    crpm_pack *packs = NULL;
+    uint32_t npacks = 0;
     int n = 0, hit = 0;
     uint64_t uid, nphys;
-    if (c->epoch < 2 || crpm_parse_slot(c, c->epoch - 1, &regs, &n, &uid, &nphys) != 0)
+    if (c->epoch < 2 || crpm_parse_slot(c, c->epoch - 1, &regs, &n, &packs, &npacks, &uid, &nphys) != 0)
         return 0;
+    for (uint32_t k = 0; k < npacks; k++)
+        hit |= packs[k].seg.state && packs[k].seg.phys[packs[k].seg.state - 1] == phys;
     for (int i = 0; i < n; i++) {
-        if (regs[i].id == id && k < regs[i].nsegs && regs[i].segs[k].state &&
-            regs[i].segs[k].phys[regs[i].segs[k].state - 1] == phys)
-            hit = 1;
+        for (uint64_t k = 0; regs[i].pack == CRPM_NO_PACK && k < regs[i].nsegs; k++)
+            hit |= regs[i].segs[k].state && regs[i].segs[k].phys[regs[i].segs[k].state - 1] == phys;
         free(regs[i].segs);
     }
     free(regs);
+    free(packs);
     return hit;
+}
+
+/* The committed copy holding byte off of saved region r: its physical
+ * segment and the byte's offset in it; 1 when it has none. */
+static inline int dmg_locate(crpm_container *c, const crpm_region *r, uint64_t off, uint32_t *phys, uint64_t *poff)
+{
+    uint64_t n, base, seg = c->sb.segment_size;
+    const crpm_seg *segs = crpm_region_segs(c, r, &n, &base);
+    const crpm_seg *s = off / seg < n ? &segs[off / seg] : NULL;
+    if (!s || !s->state)
+        return 1;
+    *phys = s->phys[s->state - 1];
+    *poff = base + off % seg;
+    return 0;
+}
+
+/* The distinct data segments of the committed epoch: physical segment and
+ * the bytes its CRC table covers (a region's segment, or a pack).  *n
+ * entries, malloc'd. */
+static inline void dmg_data_segs(crpm_container *c, uint32_t **phys, uint64_t **len, int *n)
+{
+    uint64_t seg = c->sb.segment_size, cap = c->npacks;
+    for (int i = 0; i < c->nregions; i++)
+        cap += c->regions[i].saved && c->regions[i].pack == CRPM_NO_PACK ? c->regions[i].nsegs : 0;
+    *phys = malloc(sizeof **phys * (cap + 1));
+    *len = malloc(sizeof **len * (cap + 1));
+    REQUIRE(*phys && *len, "damage: out of memory");
+    *n = 0;
+    for (uint32_t k = 0; k < c->npacks; k++)
+        if (c->packs[k].seg.state) {
+            (*phys)[*n] = c->packs[k].seg.phys[c->packs[k].seg.state - 1];
+            (*len)[(*n)++] = c->packs[k].len;
+        }
+    for (int i = 0; i < c->nregions; i++) {
+        const crpm_region *r = &c->regions[i];
+        uint64_t b = r->saved ? r->count * r->elem_size : 0;
+        for (uint64_t k = 0; b && r->pack == CRPM_NO_PACK && k < r->nsegs; k++)
+            if (r->segs[k].state) {
+                (*phys)[*n] = r->segs[k].phys[r->segs[k].state - 1];
+                (*len)[(*n)++] = b - k * seg < seg ? b - k * seg : seg;
+            }
+    }
 }
 
 /* A random byte of the committed data: region index, byte offset, file offset. */
 static inline int dmg_pick_data(crpm_container *c, uint64_t *rng, int *ri, uint64_t *off, uint64_t *foff,
                                 uint32_t *phys)
 {
-    uint64_t total = 0, seg = c->sb.segment_size;
+    uint64_t total = 0, poff;
     for (int i = 0; i < c->nregions; i++)
         total += c->regions[i].saved ? c->regions[i].count * c->regions[i].elem_size : 0;
     if (!total)
@@ -80,13 +127,11 @@ static inline int dmg_pick_data(crpm_container *c, uint64_t *rng, int *ri, uint6
             pick -= b;
             continue;
         }
-        const crpm_seg *s = &r->segs[pick / seg];
-        if (!s->state)
+        if (dmg_locate(c, r, pick, phys, &poff))
             return 1;
         *ri = i;
         *off = pick;
-        *phys = s->phys[s->state - 1];
-        *foff = c->sb.data_offset + (uint64_t)*phys * c->sb.seg_stride + pick % seg;
+        *foff = c->sb.data_offset + (uint64_t)*phys * c->sb.seg_stride + poff;
         return 0;
     }
     return 1;
@@ -104,22 +149,22 @@ static inline int dmg_classify(crpm_container *c, uint64_t foff, int *in_prev)
     if (foff < sizeof(struct crpm_super) || (foff >= CRPM_COMMIT_OFF && foff < CRPM_COMMIT_OFF + 8) ||
         (c->epoch && foff >= sbase && foff < sbase + sizeof h + h.body_size))
         return DMG_C_META;
-    for (int i = 0; foff >= c->sb.data_offset && i < c->nregions; i++) {
-        const crpm_region *r = &c->regions[i];
-        uint64_t b = r->saved ? r->count * r->elem_size : 0;
-        for (uint64_t k = 0; b && k < r->nsegs; k++) {
-            const crpm_seg *s = &r->segs[k];
-            uint64_t len = b - k * seg < seg ? b - k * seg : seg;
-            uint32_t ph = s->state ? s->phys[s->state - 1] : CRPM_NO_PHYS;
-            uint64_t base = c->sb.data_offset + (uint64_t)ph * c->sb.seg_stride;
-            if (ph == CRPM_NO_PHYS || foff < base || foff >= base + c->sb.seg_stride)
-                continue;
-            if (foff < base + len || (ch && foff >= base + seg && foff < base + seg + 4 * ((len + ch - 1) / ch))) {
-                cls = DMG_C_DATA;
-                *in_prev = dmg_in_prev(c, r->id, k, ph);
-            }
+    uint32_t *ph;
+    uint64_t *len;
+    int nd;
+    dmg_data_segs(c, &ph, &len, &nd);
+    for (int i = 0; foff >= c->sb.data_offset && i < nd; i++) {
+        uint64_t base = c->sb.data_offset + (uint64_t)ph[i] * c->sb.seg_stride;
+        if (foff < base || foff >= base + c->sb.seg_stride)
+            continue;
+        if (foff < base + len[i] ||
+            (ch && foff >= base + seg && foff < base + seg + 4 * ((len[i] + ch - 1) / ch))) {
+            cls = DMG_C_DATA;
+            *in_prev = dmg_in_prev(c, ph[i]);
         }
     }
+    free(ph);
+    free(len);
     return cls;
 }
 
@@ -141,80 +186,69 @@ static inline int damage_file(const char *path, int kind, uint64_t *rng, int *cl
     case DMG_DATA:
         rc = dmg_pick_data(c, rng, &ri, &off, &foff, &phys);
         if (rc == 0) {
-            *in_prev = dmg_in_prev(c, c->regions[ri].id, off / seg, phys);
+            *in_prev = dmg_in_prev(c, phys);
             snprintf(what, n, "data of array %d, byte %llu", c->regions[ri].id, (unsigned long long)off);
             check_flip(path, (off_t)foff, mask);
         }
         break;
     case DMG_FRESH: {
-        /* the written segments, then one of them at random */
-        uint64_t nfresh = 0, pick = 0;
-        for (int pass = 0; pass < 2 && !rc; pass++) {
-            uint64_t seen = 0;
-            for (int i = 0; i < c->nregions; i++) {
-                const crpm_region *r = &c->regions[i];
-                uint64_t b = r->saved ? r->count * r->elem_size : 0;
-                for (uint64_t k = 0; b && k < r->nsegs; k++) {
-                    const crpm_seg *s = &r->segs[k];
-                    if (!s->state || dmg_in_prev(c, r->id, k, s->phys[s->state - 1]))
-                        continue;
-                    if (pass == 1 && seen == pick) {
-                        uint64_t len = b - k * seg < seg ? b - k * seg : seg;
-                        off = k * seg + rnd_below(rng, len);
-                        phys = s->phys[s->state - 1];
-                        snprintf(what, n, "data of array %d, byte %llu (written by the last checkpoint)", r->id,
-                                 (unsigned long long)off);
-                        check_flip(path, (off_t)(c->sb.data_offset + (uint64_t)phys * c->sb.seg_stride + off % seg),
-                                   mask);
-                    }
-                    seen++;
-                }
+        /* a data segment the last checkpoint wrote, at random */
+        uint32_t *ph;
+        uint64_t *len;
+        int nd, nfresh = 0;
+        dmg_data_segs(c, &ph, &len, &nd);
+        for (int i = 0; i < nd; i++)
+            if (!dmg_in_prev(c, ph[i])) {
+                ph[nfresh] = ph[i];
+                len[nfresh++] = len[i];
             }
-            nfresh = seen;
-            if (pass == 0 && !nfresh)
-                rc = 1;
-            pick = rnd_below(rng, nfresh ? nfresh : 1);
+        if (!nfresh) {
+            rc = 1;
+        } else {
+            int i = (int)rnd_below(rng, (uint64_t)nfresh);
+            uint64_t at = rnd_below(rng, len[i]);
+            snprintf(what, n, "data in physical segment %u, byte %llu (written by the last checkpoint)", ph[i],
+                     (unsigned long long)at);
+            check_flip(path, (off_t)(c->sb.data_offset + (uint64_t)ph[i] * c->sb.seg_stride + at), mask);
         }
+        free(ph);
+        free(len);
         break;
     }
     case DMG_SEGMENTS:
     case DMG_CRCS:
     case DMG_CHUNKS: {
-        int flipped = 0;
-        for (int i = 0; i < c->nregions; i++) {
-            const crpm_region *r = &c->regions[i];
-            uint64_t b = r->saved ? r->count * r->elem_size : 0;
-            for (uint64_t k = 0; b && k < r->nsegs; k++) {
-                const crpm_seg *s = &r->segs[k];
-                uint64_t len = b - k * seg < seg ? b - k * seg : seg;
-                if (!s->state)
-                    continue;
-                phys = s->phys[s->state - 1];
-                *in_prev |= dmg_in_prev(c, r->id, k, phys);
-                uint64_t at = c->sb.data_offset + (uint64_t)phys * c->sb.seg_stride;
-                uint64_t ch = c->sb.crc_chunk ? c->sb.crc_chunk : len;
-                if (kind == DMG_CRCS && c->sb.crc_chunk)
-                    at += seg + 4 * rnd_below(rng, (len + ch - 1) / ch) + rnd_below(rng, 4);
-                else if (kind == DMG_SEGMENTS)
-                    at += rnd_below(rng, len);
-                for (uint64_t o = 0; kind == DMG_CHUNKS && o < len; o += ch)
-                    check_flip(path, (off_t)(at + o + rnd_below(rng, len - o < ch ? len - o : ch)), mask);
-                if (kind != DMG_CHUNKS)
-                    check_flip(path, (off_t)at, mask);
-                flipped++;
-            }
+        uint32_t *ph;
+        uint64_t *lens;
+        int nd;
+        dmg_data_segs(c, &ph, &lens, &nd);
+        for (int i = 0; i < nd; i++) {
+            uint64_t len = lens[i];
+            *in_prev |= dmg_in_prev(c, ph[i]);
+            uint64_t at = c->sb.data_offset + (uint64_t)ph[i] * c->sb.seg_stride;
+            uint64_t ch = c->sb.crc_chunk ? c->sb.crc_chunk : len;
+            if (kind == DMG_CRCS && c->sb.crc_chunk)
+                at += seg + 4 * rnd_below(rng, (len + ch - 1) / ch) + rnd_below(rng, 4);
+            else if (kind == DMG_SEGMENTS)
+                at += rnd_below(rng, len);
+            for (uint64_t o = 0; kind == DMG_CHUNKS && o < len; o += ch)
+                check_flip(path, (off_t)(at + o + rnd_below(rng, len - o < ch ? len - o : ch)), mask);
+            if (kind != DMG_CHUNKS)
+                check_flip(path, (off_t)at, mask);
         }
+        free(ph);
+        free(lens);
         snprintf(what, n, "a %s in each of %d data segments", kind == DMG_CRCS ? "CRC entry"
                                                               : kind == DMG_CHUNKS ? "byte of every chunk" : "byte",
-                 flipped);
-        rc = flipped ? 0 : 1;
+                 nd);
+        rc = nd ? 0 : 1;
         break;
     }
     case DMG_CRC:
         rc = dmg_pick_data(c, rng, &ri, &off, &foff, &phys);
         if (rc == 0 && c->sb.crc_chunk) {
-            uint64_t j = off % seg / c->sb.crc_chunk;
-            *in_prev = dmg_in_prev(c, c->regions[ri].id, off / seg, phys);
+            uint64_t poff = foff - c->sb.data_offset - (uint64_t)phys * c->sb.seg_stride, j = poff / c->sb.crc_chunk;
+            *in_prev = dmg_in_prev(c, phys);
             foff = c->sb.data_offset + (uint64_t)phys * c->sb.seg_stride + seg + 4 * j + rnd_below(rng, 4);
             snprintf(what, n, "CRC of array %d, chunk %llu", c->regions[ri].id, (unsigned long long)j);
             check_flip(path, (off_t)foff, mask);

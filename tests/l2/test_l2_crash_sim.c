@@ -456,7 +456,7 @@ static void run(uint64_t seed, uint64_t seg, uint64_t blk, int nsteps, const cha
             if (!m->live[i])
                 continue;
             int es = m->bytes[i] % 8 == 0 ? 8 : 1;
-            crpm_array a = {m->id[i], CRPM_TC_BYTE, (uint64_t)es, m->bytes[i] / (uint64_t)es, m->buf[i], NULL};
+            crpm_array a = {m->id[i], CRPM_TC_BYTE, (uint64_t)es, m->bytes[i] / (uint64_t)es, m->buf[i], NULL, NULL};
             die_unless(l1.ops->protect(&l1, &a) == 0, "protect");
         }
         take_snap(&refs[ep], &w[0]);

@@ -47,7 +47,7 @@ typedef struct state {
 
 static void add(state *s, int32_t id, int32_t code, uint64_t esz, uint64_t count, void *ptr)
 {
-    s->reg[s->nreg++] = (crpm_array){ id, code, esz, count, ptr, NULL };
+    s->reg[s->nreg++] = (crpm_array){ id, code, esz, count, ptr, NULL, NULL };
 }
 
 /* Regions differ between ranks on purpose: sizes, an extra id on rank 2,
