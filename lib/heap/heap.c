@@ -122,13 +122,13 @@ static void free_remove(crpm_heap *h, uint32_t g)
 static int extend_to(crpm_heap *h, uint64_t top)
 {
     glob *G = h->g;
-    uint64_t need = top << h->as, want = G->extent + G->extent / 2;
+    uint64_t need = top * h->stride, want = G->extent + G->extent / 2;
     if (need <= G->extent)
         return CRPM_SUCCESS;
     if (need > h->limit)
         return crpm_error(CRPM_ERR_NOMEM, "the heap is full: %llu bytes in use of %llu reserved (heap_size)",
                           (unsigned long long)G->used, (unsigned long long)h->limit);
-    want = (want + ((1ull << h->as) - 1)) >> h->as << h->as;
+    want = (want + h->stride - 1) / h->stride * h->stride;
     if (want < need)
         want = need;
     if (want > h->limit)
@@ -165,9 +165,9 @@ static uint64_t arenas_take(crpm_heap *h, uint64_t k)
         if (!run)
             start = G->top;
         uint64_t top = start + k;
-        if (top > (h->limit >> h->as) || extend_to(h, top) != 0) {
+        if (top > h->limit / h->stride || extend_to(h, top) != 0) {
             crpm_error(CRPM_ERR_NOMEM, "the heap is full: %llu bytes in use, %llu more needed, %llu reserved "
-                       "(heap_size)", (unsigned long long)G->used, (unsigned long long)(k << h->as),
+                       "(heap_size)", (unsigned long long)G->used, (unsigned long long)(k * h->stride),
                        (unsigned long long)h->limit);
             return 0;
         }
@@ -182,12 +182,12 @@ static uint64_t arenas_take(crpm_heap *h, uint64_t k)
 
 static void arena_init(crpm_heap *h, uint64_t a)
 {
-    ent *ai = ARENA(h, a);
+    arena_hdr *ai = ARENA(h, a);
     memset(ai, 0, sizeof *ai);
+    ai->magic = ARENA_MAGIC;
     ai->kind = A_NORMAL;
-    ai->prev = ARENA_MAGIC;
     ai->nfree = (uint16_t)usable_pages(h, a);
-    free_insert(h, (uint32_t)(a << h->aps) + first_page(h, a), usable_pages(h, a));
+    free_insert(h, arena_lo(h, a), usable_pages(h, a));
 }
 
 static void arenas_release(crpm_heap *h, uint64_t a, uint64_t k)
@@ -223,7 +223,7 @@ static uint32_t span_alloc(crpm_heap *h, uint32_t n)
     free_remove(h, g);
     if (len > n)
         free_insert(h, g + n, len - n);
-    ARENA(h, g >> h->aps)->nfree -= (uint16_t)n;
+    ARENA(h, arena_of(h, g))->nfree -= (uint16_t)n;
     return g;
 }
 
@@ -231,9 +231,9 @@ static uint32_t span_alloc(crpm_heap *h, uint32_t n)
  * without a page in use goes back to the free arenas (arena 0 never). */
 static void span_release(crpm_heap *h, uint32_t g, uint32_t n)
 {
-    uint64_t a = g >> h->aps;
-    uint32_t lo = (uint32_t)(a << h->aps) + first_page(h, a), hi = (uint32_t)((a + 1) << h->aps);
-    ent *ai = ARENA(h, a);
+    uint64_t a = arena_of(h, g);
+    uint32_t lo = arena_lo(h, a), hi = arena_hi(h, a);
+    arena_hdr *ai = ARENA(h, a);
     ai->nfree += (uint16_t)n;
     ENT(h, g)->kind = 0; /* no longer a block, whatever it merges into */
     if (g > lo) {
@@ -360,21 +360,21 @@ static inline int lookup(const crpm_heap *h, const void *p, blk *b)
 {
     const glob *G = h->g;
     uintptr_t off = (uintptr_t)p - (uintptr_t)h->mem;
-    if ((uintptr_t)p < (uintptr_t)h->mem || off >= (G->top << h->as) || (off & 15))
+    if ((uintptr_t)p < (uintptr_t)h->mem || off >= G->top * h->stride || (off & 15))
         return 0;
-    b->a = off >> h->as;
-    const ent *ai = ARENA(h, b->a);
-    if (ai->prev != ARENA_MAGIC)
+    uint32_t g = (uint32_t)(off >> PAGE_SHIFT);
+    b->a = arena_of(h, g);
+    const arena_hdr *ai = ARENA(h, b->a);
+    if (ai->magic != ARENA_MAGIC)
         return 0;
     if (ai->kind == A_HUGE) {
-        if (off != (b->a << h->as) + CRPM_HEAP_PAGE)
+        if (off != b->a * h->stride + (uint64_t)h->hpages * CRPM_HEAP_PAGE)
             return 0;
         b->kind = B_HUGE;
-        b->size = ((size_t)ai->next << h->as) - CRPM_HEAP_PAGE;
+        b->size = huge_bytes(h, ai->narenas);
         return 1;
     }
-    uint32_t g = (uint32_t)(off >> PAGE_SHIFT);
-    if (ai->kind != A_NORMAL || (g & (h->apages - 1)) < first_page(h, b->a))
+    if (ai->kind != A_NORMAL || g < arena_lo(h, b->a))
         return 0;
     const ent *e = ENT(h, g);
     if (e->kind == E_SLAB_PAGE) {
@@ -407,7 +407,13 @@ static inline int lookup(const crpm_heap *h, const void *p, blk *b)
 
 /* ---- allocation and release (lock held) ------------------------------------ */
 
-static size_t large_max(const crpm_heap *h) { return (size_t)(h->apages - h->hpages) * CRPM_HEAP_PAGE; }
+static size_t large_max(const crpm_heap *h) { return (size_t)h->apages * CRPM_HEAP_PAGE; }
+
+/* Arenas of a huge block of n bytes. */
+static uint64_t huge_arenas(const crpm_heap *h, size_t n)
+{
+    return ((uint64_t)n + (uint64_t)h->hpages * CRPM_HEAP_PAGE + h->stride - 1) / h->stride;
+}
 
 static void *alloc_locked(crpm_heap *h, size_t n, size_t align)
 {
@@ -438,17 +444,17 @@ static void *alloc_locked(crpm_heap *h, size_t n, size_t align)
                    (unsigned long long)h->limit);
         return NULL;
     }
-    uint64_t k = ((uint64_t)n + CRPM_HEAP_PAGE + (1ull << h->as) - 1) >> h->as, a = arenas_take(h, k);
+    uint64_t k = huge_arenas(h, n), a = arenas_take(h, k);
     if (!a)
         return NULL;
-    ent *ai = ARENA(h, a);
+    arena_hdr *ai = ARENA(h, a);
     memset(ai, 0, sizeof *ai);
+    ai->magic = ARENA_MAGIC;
     ai->kind = A_HUGE;
-    ai->prev = ARENA_MAGIC;
-    ai->next = (uint32_t)k;
-    G->used += (k << h->as) - CRPM_HEAP_PAGE;
+    ai->narenas = (uint32_t)k;
+    G->used += huge_bytes(h, k);
     G->blocks++;
-    return h->mem + (a << h->as) + CRPM_HEAP_PAGE;
+    return (char *)ai + (size_t)h->hpages * CRPM_HEAP_PAGE;
 }
 
 static void free_locked(crpm_heap *h, const blk *b)
@@ -457,7 +463,7 @@ static void free_locked(crpm_heap *h, const blk *b)
     G->used -= b->size;
     G->blocks--;
     if (b->kind == B_HUGE) {
-        arenas_release(h, b->a, ARENA(h, b->a)->next);
+        arenas_release(h, b->a, ARENA(h, b->a)->narenas);
         return;
     }
     ent *e = ENT(h, b->g);
@@ -485,7 +491,7 @@ static void free_locked(crpm_heap *h, const blk *b)
 static int large_resize(crpm_heap *h, const blk *b, uint32_t np)
 {
     ent *e = ENT(h, b->g);
-    uint32_t len = e->len, hi = (uint32_t)((b->a + 1) << h->aps);
+    uint32_t len = e->len, hi = arena_hi(h, b->a);
     if (np < len) {
         e->len = (uint16_t)np;
         set_tail(h, b->g, np, E_TAIL);
@@ -511,25 +517,24 @@ static int large_resize(crpm_heap *h, const blk *b, uint32_t np)
 static int huge_resize(crpm_heap *h, const blk *b, uint64_t k)
 {
     glob *G = h->g;
-    ent *ai = ARENA(h, b->a);
-    uint64_t cur = ai->next, end = b->a + cur;
+    arena_hdr *ai = ARENA(h, b->a);
+    uint64_t cur = ai->narenas, end = b->a + cur;
     if (k < cur) {
         for (uint64_t x = b->a + k; x < end; x++)
             arena_mark(h, x, 1);
-        ARENA(h, b->a + k)->kind = A_FREE;
     } else {
         uint64_t x = end;
         while (x < G->top && x < b->a + k && arena_free(h, x))
             x++;
-        if (x < b->a + k && (x < G->top || b->a + k > (h->limit >> h->as) || extend_to(h, b->a + k) != 0))
+        if (x < b->a + k && (x < G->top || b->a + k > h->limit / h->stride || extend_to(h, b->a + k) != 0))
             return 0;
         for (uint64_t y = end; y < b->a + k; y++)
             arena_mark(h, y, 0);
         if (b->a + k > G->top)
             G->top = b->a + k;
     }
-    ai->next = (uint32_t)k;
-    G->used = G->used - b->size + (k << h->as) - CRPM_HEAP_PAGE;
+    ai->narenas = (uint32_t)k;
+    G->used = G->used - b->size + huge_bytes(h, k);
     return 1;
 }
 
@@ -541,7 +546,7 @@ static int resize_in_place(crpm_heap *h, const blk *b, size_t n)
     if (b->kind == B_LARGE)
         return n > CRPM_HEAP_SMALL_MAX && n <= large_max(h) &&
                large_resize(h, b, (uint32_t)((n + CRPM_HEAP_PAGE - 1) >> PAGE_SHIFT));
-    return n > large_max(h) && huge_resize(h, b, ((uint64_t)n + CRPM_HEAP_PAGE + (1ull << h->as) - 1) >> h->as);
+    return n > large_max(h) && huge_resize(h, b, huge_arenas(h, n));
 }
 
 /* ---- public calls ---------------------------------------------------------- */
@@ -664,7 +669,7 @@ void crpm_heap_trim(crpm_heap *h)
     lock_release(h, held);
 }
 
-uint64_t crpm_heap_used(crpm_heap *h)
+uint64_t crpm_heap_used_bytes(crpm_heap *h)
 {
     int held = lock_taken(h);
     uint64_t u = h->g->used;
@@ -689,7 +694,7 @@ void crpm_heap_get_info(crpm_heap *h, crpm_heap_info *out)
     out->capacity = h->limit;
     out->used = G->used;
     out->blocks = G->blocks;
-    out->arena_bytes = 1ull << h->as;
+    out->arena_bytes = h->stride;
     out->arenas = G->top;
     memcpy(out->roots, G->roots, sizeof out->roots);
     lock_release(h, held);
@@ -697,13 +702,13 @@ void crpm_heap_get_info(crpm_heap *h, crpm_heap_info *out)
 
 /* ---- create, attach -------------------------------------------------------- */
 
-static uint64_t bitmap_arenas(unsigned as, uint64_t capacity)
+static uint32_t header_pages(unsigned as)
 {
-    uint64_t n = capacity >> as;
-    return (n + 63) / 64 * 64;
+    uint64_t apages = 1ull << (as - PAGE_SHIFT);
+    return (uint32_t)((sizeof(arena_hdr) + apages * sizeof(ent) + CRPM_HEAP_PAGE - 1) / CRPM_HEAP_PAGE);
 }
 
-static crpm_heap *new_handle(void *mem, unsigned as, uint64_t capacity, crpm_heap_grow_fn grow, void *arg)
+static crpm_heap *new_handle(void *mem, unsigned as, crpm_heap_grow_fn grow, void *arg)
 {
     crpm_heap *h = calloc(1, sizeof *h);
     if (!h) {
@@ -712,11 +717,12 @@ static crpm_heap *new_handle(void *mem, unsigned as, uint64_t capacity, crpm_hea
     }
     h->mem = mem;
     h->as = as;
-    h->aps = as - PAGE_SHIFT;
-    h->apages = 1u << h->aps;
-    h->hpages = (uint32_t)(((uint64_t)h->apages * sizeof(ent) + CRPM_HEAP_PAGE - 1) / CRPM_HEAP_PAGE);
-    uint64_t gbytes = sizeof(glob) + bitmap_arenas(as, capacity) / 8;
-    h->first0 = h->hpages + (uint32_t)((gbytes + CRPM_HEAP_PAGE - 1) / CRPM_HEAP_PAGE);
+    h->apages = 1u << (as - PAGE_SHIFT);
+    h->hpages = header_pages(as);
+    h->ppa = h->apages + h->hpages;
+    h->stride = (uint64_t)h->ppa * CRPM_HEAP_PAGE;
+    h->div = ((1ull << 40) + h->ppa - 1) / h->ppa;
+    h->gpages = (uint32_t)((sizeof(glob) + BITMAP_MAX_ARENAS / 8 + CRPM_HEAP_PAGE - 1) / CRPM_HEAP_PAGE);
     h->g = (glob *)(void *)((char *)mem + (size_t)h->hpages * CRPM_HEAP_PAGE);
     h->grow = grow;
     h->grow_arg = arg;
@@ -729,18 +735,14 @@ static crpm_heap *new_handle(void *mem, unsigned as, uint64_t capacity, crpm_hea
     return h;
 }
 
-static int check_geometry(unsigned as, uint64_t bytes, const char *what)
+/* The bytes a heap of these arenas may use within `reserve`: whole arenas,
+ * at most the bitmap's and CRPM_HEAP_MAX_BYTES. */
+static uint64_t limit_of(const crpm_heap *h, uint64_t reserve)
 {
-    if (as < CRPM_HEAP_ARENA_SHIFT_MIN || as > CRPM_HEAP_ARENA_SHIFT_MAX)
-        return crpm_error(CRPM_ERR_INVAL, "heap: arena size 2^%u outside 2^%d .. 2^%d", as,
-                          CRPM_HEAP_ARENA_SHIFT_MIN, CRPM_HEAP_ARENA_SHIFT_MAX);
-    if (bytes < (1ull << as) || bytes & ((1ull << as) - 1) || bytes > CRPM_HEAP_MAX_BYTES ||
-        (bytes >> as) > BITMAP_MAX_ARENAS)
-        return crpm_error(CRPM_ERR_INVAL, "heap: %s of %llu bytes is not a multiple of the %llu-byte arena up to %llu",
-                          what, (unsigned long long)bytes, 1ull << as,
-                          (unsigned long long)(BITMAP_MAX_ARENAS << as < CRPM_HEAP_MAX_BYTES
-                                                   ? BITMAP_MAX_ARENAS << as : CRPM_HEAP_MAX_BYTES));
-    return CRPM_SUCCESS;
+    uint64_t n = reserve / h->stride, most = CRPM_HEAP_MAX_BYTES / h->stride;
+    if (n > BITMAP_MAX_ARENAS)
+        n = BITMAP_MAX_ARENAS;
+    return (n < most ? n : most) * h->stride;
 }
 
 int crpm_heap_create(crpm_heap **out, void *mem, uint64_t reserve, unsigned arena_shift, crpm_heap_grow_fn grow,
@@ -748,35 +750,36 @@ int crpm_heap_create(crpm_heap **out, void *mem, uint64_t reserve, unsigned aren
 {
     *out = NULL;
     unsigned as = arena_shift ? arena_shift : CRPM_HEAP_ARENA_SHIFT;
-    int rc = check_geometry(as, reserve, "a reservation");
-    if (rc != 0)
-        return rc;
+    if (as < CRPM_HEAP_ARENA_SHIFT_MIN || as > CRPM_HEAP_ARENA_SHIFT_MAX)
+        return crpm_error(CRPM_ERR_INVAL, "heap: arenas of 2^%u bytes: 2^%d .. 2^%d expected", as,
+                          CRPM_HEAP_ARENA_SHIFT_MIN, CRPM_HEAP_ARENA_SHIFT_MAX);
     if (!mem || ((uintptr_t)mem & (CRPM_HEAP_PAGE - 1)))
         return crpm_error(CRPM_ERR_INVAL, "heap: region %p is not page aligned", mem);
-    /* the bitmap covers what the largest reservation of this arena size may ask */
-    uint64_t capacity = BITMAP_MAX_ARENAS << as < CRPM_HEAP_MAX_BYTES ? BITMAP_MAX_ARENAS << as : CRPM_HEAP_MAX_BYTES;
-    crpm_heap *h = new_handle(mem, as, capacity, grow, arg);
+    crpm_heap *h = new_handle(mem, as, grow, arg);
     if (!h)
         return CRPM_ERR_NOMEM;
-    h->limit = reserve;
-    if (h->first0 + SLAB_PAGES > h->apages) {
-        free(h);
-        return crpm_error(CRPM_ERR_INVAL, "heap: arenas of 2^%u bytes are too small for the global header", as);
-    }
-    rc = grow ? grow(arg, mem, 1ull << as) : CRPM_SUCCESS;
+    h->limit = limit_of(h, reserve);
+    int rc = CRPM_SUCCESS;
+    if (h->limit == 0)
+        rc = crpm_error(CRPM_ERR_NOMEM, "heap: %llu bytes reserved, one arena needs %llu",
+                        (unsigned long long)reserve, (unsigned long long)h->stride);
+    else if (h->gpages + SLAB_PAGES > h->apages)
+        rc = crpm_error(CRPM_ERR_INVAL, "heap: arenas of 2^%u bytes are too small for the global header", as);
+    else if (grow)
+        rc = grow(arg, mem, h->stride);
     if (rc != 0) {
         free(h);
         return rc;
     }
     glob *G = h->g;
-    memset(G, 0, sizeof *G + 8);
+    memset(G, 0, sizeof *G + sizeof G->freemap[0]);
     G->magic = HEAP_MAGIC;
     G->version = HEAP_VERSION;
     G->arena_shift = as;
     G->base = (uint64_t)(uintptr_t)mem;
-    G->capacity = capacity;
+    G->capacity = BITMAP_MAX_ARENAS;
     G->top = 1;
-    G->extent = 1ull << as;
+    G->extent = h->stride;
     arena_init(h, 0);
     *out = h;
     return CRPM_SUCCESS;
@@ -786,40 +789,41 @@ int crpm_heap_attach(crpm_heap **out, void *mem, uint64_t extent, uint64_t reser
                      crpm_heap_grow_fn grow, void *arg)
 {
     *out = NULL;
-    if (!mem || ((uintptr_t)mem & (CRPM_HEAP_PAGE - 1)) || extent < (1ull << CRPM_HEAP_ARENA_SHIFT_MIN))
-        return crpm_error(CRPM_ERR_CORRUPT, "heap: %llu bytes at %p cannot hold a heap", (unsigned long long)extent,
-                          mem);
+    if (!mem || ((uintptr_t)mem & (CRPM_HEAP_PAGE - 1)))
+        return crpm_error(CRPM_ERR_CORRUPT, "heap: region %p is not page aligned", mem);
     /* the header sits after arena 0's header pages, which depend on the arena size */
     const glob *G = NULL;
     for (unsigned as = CRPM_HEAP_ARENA_SHIFT_MIN; as <= CRPM_HEAP_ARENA_SHIFT_MAX && !G; as++) {
-        uint64_t hp = ((1ull << (as - PAGE_SHIFT)) * sizeof(ent) + CRPM_HEAP_PAGE - 1) / CRPM_HEAP_PAGE;
-        const glob *c = (const glob *)(const void *)((const char *)mem + hp * CRPM_HEAP_PAGE);
-        if (hp * CRPM_HEAP_PAGE + sizeof *c <= extent && c->magic == HEAP_MAGIC && c->arena_shift == as)
+        uint64_t at = (uint64_t)header_pages(as) * CRPM_HEAP_PAGE;
+        const glob *c = (const glob *)(const void *)((const char *)mem + at);
+        if (at + sizeof *c <= extent && c->magic == HEAP_MAGIC && c->arena_shift == as)
             G = c;
     }
     if (!G)
-        return crpm_error(CRPM_ERR_CORRUPT, "heap: no heap header in the region at %p", mem);
+        return crpm_error(CRPM_ERR_CORRUPT, "heap: no heap header in the %llu bytes at %p", (unsigned long long)extent,
+                          mem);
     if (G->version != HEAP_VERSION)
         return crpm_error(CRPM_ERR_VERSION, "heap: format version %u, this library reads %u", G->version,
                           HEAP_VERSION);
-    unsigned as = G->arena_shift;
-    int rc = check_geometry(as, G->capacity, "a capacity");
-    if (rc != 0)
-        return crpm_error(CRPM_ERR_CORRUPT, "heap: bad header: %s", crpm_last_error());
-    if (G->extent > extent || G->extent & ((1ull << as) - 1) || G->top == 0 || (G->top << as) > G->extent ||
-        G->extent > G->capacity)
-        return crpm_error(CRPM_ERR_CORRUPT, "heap: header says %llu arenas in %llu bytes, %llu bytes restored",
-                          (unsigned long long)G->top, (unsigned long long)G->extent, (unsigned long long)extent);
-    if (check_base && G->base != (uint64_t)(uintptr_t)mem)
-        return crpm_error(CRPM_ERR_MISMATCH, "heap: created at %#llx, restored at %p: its pointers would be wrong",
-                          (unsigned long long)G->base, mem);
-    if (reserve < G->extent)
-        return crpm_error(CRPM_ERR_RANGE, "heap: the saved heap spans %llu bytes, more than the %llu reserved "
-                          "(heap_size)", (unsigned long long)G->extent, (unsigned long long)reserve);
-    crpm_heap *h = new_handle(mem, as, G->capacity, grow, arg);
+    crpm_heap *h = new_handle(mem, G->arena_shift, grow, arg);
     if (!h)
         return CRPM_ERR_NOMEM;
-    h->limit = reserve < G->capacity ? reserve : G->capacity;
+    int rc = CRPM_SUCCESS;
+    if (G->capacity != BITMAP_MAX_ARENAS || G->extent > extent || G->extent % h->stride || G->top == 0 ||
+        G->top * h->stride > G->extent || G->extent > limit_of(h, CRPM_HEAP_MAX_BYTES))
+        rc = crpm_error(CRPM_ERR_CORRUPT, "heap: header says %llu arenas in %llu bytes, %llu bytes restored",
+                        (unsigned long long)G->top, (unsigned long long)G->extent, (unsigned long long)extent);
+    else if (check_base && G->base != (uint64_t)(uintptr_t)mem)
+        rc = crpm_error(CRPM_ERR_MISMATCH, "heap: created at %#llx, restored at %p: its pointers would be wrong",
+                        (unsigned long long)G->base, mem);
+    else if (limit_of(h, reserve) < G->extent)
+        rc = crpm_error(CRPM_ERR_RANGE, "heap: the saved heap spans %llu bytes, more than the %llu reserved "
+                        "(heap_size)", (unsigned long long)G->extent, (unsigned long long)reserve);
+    if (rc != 0) {
+        free(h);
+        return rc;
+    }
+    h->limit = limit_of(h, reserve);
     *out = h;
     return CRPM_SUCCESS;
 }

@@ -6,12 +6,12 @@
  * address it was created at for the application's own pointers (roots, links
  * between blocks), at any address for inspection (crpm_heap_check).
  *
- * Layout.  The region is a sequence of arenas (4 MiB by default, aligned to
- * their size relative to the region).  An arena starts with one 16-byte entry
- * per 4 KiB page (its header pages); arena 0 also holds the global header
- * (crpm_heap_global, heap.c).  Pages of an arena form spans: free, a slab of
- * one size class (16 pages), or a large block.  Allocations above what an
- * arena holds are huge blocks of whole arenas.
+ * Layout.  The region is a sequence of arenas: 4 MiB of data pages (by
+ * default) after their own header pages, which hold one 16-byte entry per
+ * data page; arena 0's first data pages hold the global header
+ * (crpm_heap_global, heap_int.h).  The data pages of an arena form spans:
+ * free, a slab of one size class (16 pages), or a large block.  Allocations
+ * above what an arena holds are huge blocks of whole arenas.
  *
  *   small  <= 16 KiB: 64 size classes (16-B steps to 128, then 8 per doubling),
  *          slabs of 64 KiB, no per-object header;
@@ -20,8 +20,9 @@
  *   huge   whole arenas, taken first-fit from a bitmap of free arenas.
  *
  * Fragmentation bound: a block of n bytes uses at most max(n + 15, n * 9/8)
- * bytes when small, n + 4095 when large (page rounding), and less than one
- * arena beyond n when huge (pages it never touches stay uncommitted).  Free
+ * bytes when small, n + 4095 when large (page rounding; powers of two up to
+ * the arena's 4 MiB fill an arena exactly), and less than one arena beyond n
+ * when huge (pages it never touches stay uncommitted).  Free
  * pages merge with free neighbours at once and empty slabs and arenas go back
  * at once (one empty slab per class is kept until crpm_heap_trim), so freeing
  * every block and trimming leaves every arena but the first free and able to
@@ -43,7 +44,7 @@
 #define CRPM_HEAP_SMALL_MAX 16384u
 #define CRPM_HEAP_ARENA_SHIFT 22       /* default arena: 4 MiB */
 #define CRPM_HEAP_ARENA_SHIFT_MIN 18   /* 256 KiB (tests with small heaps) */
-#define CRPM_HEAP_ARENA_SHIFT_MAX 24   /* 16 MiB */
+#define CRPM_HEAP_ARENA_SHIFT_MAX 23   /* 8 MiB */
 #define CRPM_HEAP_MAX_BYTES ((uint64_t)1 << 40) /* 1 TiB: sizes the free-arena bitmap */
 
 typedef struct crpm_heap crpm_heap;
@@ -84,7 +85,7 @@ void *crpm_heap_get_root(crpm_heap *h, int idx);
 void crpm_heap_trim(crpm_heap *h);
 
 /* Usable bytes of the live blocks. */
-uint64_t crpm_heap_used(crpm_heap *h);
+uint64_t crpm_heap_used_bytes(crpm_heap *h);
 /* Bytes of the region in use (arenas taken, rounded up as it grows by
  * half): what must be saved and restored.  Grows only. */
 uint64_t crpm_heap_extent(crpm_heap *h);

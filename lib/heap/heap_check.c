@@ -66,7 +66,7 @@ static int check_slab(walk *w, uint32_t g, uint32_t end)
 static int check_arena(walk *w, uint64_t a)
 {
     crpm_heap *h = w->h;
-    uint32_t g = (uint32_t)(a << h->aps) + first_page(h, a), end = (uint32_t)((a + 1) << h->aps), freep = 0;
+    uint32_t g = arena_lo(h, a), end = arena_hi(h, a), freep = 0;
     int prev_free = 0, rc;
     while (g < end) {
         const ent *e = ENT(h, g);
@@ -115,19 +115,19 @@ static int check_arenas(walk *w)
             a++;
             continue;
         }
-        const ent *ai = ARENA(h, a);
-        if (ai->prev != ARENA_MAGIC)
+        const arena_hdr *ai = ARENA(h, a);
+        if (ai->magic != ARENA_MAGIC)
             return bad("arena %llu: no arena header", (unsigned long long)a);
         if (ai->kind == A_HUGE) {
-            if (!a || !ai->next || a + ai->next > G->top)
-                return bad("arena %llu: huge block of %u arenas", (unsigned long long)a, ai->next);
-            for (uint64_t x = a + 1; x < a + ai->next; x++)
+            if (!a || !ai->narenas || a + ai->narenas > G->top)
+                return bad("arena %llu: huge block of %u arenas", (unsigned long long)a, ai->narenas);
+            for (uint64_t x = a + 1; x < a + ai->narenas; x++)
                 if (arena_free(h, x))
                     return bad("arena %llu: part of a huge block and free", (unsigned long long)x);
-            w->used += ((uint64_t)ai->next << h->as) - CRPM_HEAP_PAGE;
+            w->used += huge_bytes(h, ai->narenas);
             w->blocks++;
             w->huge++;
-            a += ai->next;
+            a += ai->narenas;
             continue;
         }
         if (ai->kind != A_NORMAL)
@@ -210,9 +210,9 @@ int crpm_heap_check(crpm_heap *h, FILE *out)
     walk w;
     memset(&w, 0, sizeof w);
     w.h = h;
-    w.npages = G->top << h->aps;
+    w.npages = G->top * h->ppa;
     int rc = CRPM_SUCCESS;
-    if ((G->top << h->as) > G->extent)
+    if (G->top * h->stride > G->extent)
         rc = bad("%llu arenas beyond the extent of %llu bytes", (unsigned long long)G->top,
                  (unsigned long long)G->extent);
     if (rc == 0 && !(w.mark = calloc(w.npages, 1)))
@@ -231,7 +231,7 @@ int crpm_heap_check(crpm_heap *h, FILE *out)
         fprintf(out, "heap: %llu bytes in %llu blocks (%llu slabs, %llu large, %llu huge); %llu arenas of %llu bytes "
                 "(%llu free), %llu free pages in %llu spans\n", (unsigned long long)w.used,
                 (unsigned long long)w.blocks, (unsigned long long)w.slabs, (unsigned long long)w.large,
-                (unsigned long long)w.huge, (unsigned long long)G->top, 1ull << h->as,
+                (unsigned long long)w.huge, (unsigned long long)G->top, (unsigned long long)h->stride,
                 (unsigned long long)w.free_arenas, (unsigned long long)w.free_pages,
                 (unsigned long long)w.free_spans);
     free(w.mark);

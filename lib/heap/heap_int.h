@@ -19,8 +19,18 @@
 enum { E_FREE = 1, E_SLAB, E_SLAB_PAGE, E_LARGE, E_TAIL };
 enum { A_NORMAL = 16, A_HUGE, A_FREE };
 
-/* One page's entry.  Arena entry 0: kind A_*, prev = ARENA_MAGIC, next =
- * arenas of a huge block, nfree = free pages of a normal arena. */
+/* The start of every arena (64 bytes), then one entry per data page. */
+typedef struct arena_hdr {
+    uint32_t magic;      /* ARENA_MAGIC */
+    uint8_t kind;        /* A_* (a free arena's may be stale: the bitmap decides) */
+    uint8_t pad;
+    uint16_t nfree;      /* normal: free data pages */
+    uint32_t narenas;    /* huge: arenas of the block */
+    uint32_t pad2[13];
+} arena_hdr;
+_Static_assert(sizeof(arena_hdr) == 64, "arena headers are 64 bytes");
+
+/* One data page's entry. */
 typedef struct ent {
     uint8_t kind, cls;   /* cls: a slab's size class */
     uint16_t len;        /* FREE, LARGE: pages; SLAB: objects handed out from its untouched end
@@ -36,7 +46,7 @@ typedef struct glob {
     uint64_t magic;
     uint32_t version, arena_shift;
     uint64_t base;        /* address the heap was created at */
-    uint64_t capacity;    /* bytes the free-arena bitmap covers */
+    uint64_t capacity;    /* arenas the free-arena bitmap covers */
     uint64_t top;         /* arenas [0, top) have been taken */
     uint64_t extent;      /* bytes usable: [base, base + extent) */
     uint64_t used, blocks;
@@ -48,12 +58,19 @@ typedef struct glob {
     uint64_t freemap[];     /* free arenas (bit set), [0, top) meaningful */
 } glob;
 
+/* Arena a spans `stride` bytes from mem + a * stride: hpages header pages
+ * (arena_hdr, then the entries of its data pages), then apages data pages
+ * (arena 0: its first gpages hold the global header).  Data pages are
+ * numbered from the region's start ("page ids"), header pages included. */
 struct crpm_heap {
     char *mem;
     glob *g;
-    unsigned as, aps;          /* arena shift; pages per arena = 1 << aps */
-    uint32_t apages, hpages;   /* pages per arena, header pages per arena */
-    uint32_t first0;           /* first usable page of arena 0 (after the global header) */
+    unsigned as;               /* data bytes per arena = 1 << as */
+    uint32_t apages, hpages;   /* data and header pages per arena */
+    uint32_t ppa;              /* pages per arena (apages + hpages) */
+    uint64_t stride;           /* bytes per arena */
+    uint64_t div;              /* page id -> arena: (g * div) >> 40 */
+    uint32_t gpages;           /* global header pages */
     uint64_t limit;            /* bytes the heap may grow to in this process */
     crpm_heap_grow_fn grow;
     void *grow_arg;
@@ -64,14 +81,26 @@ struct crpm_heap {
 
 /* ---- geometry -------------------------------------------------------------- */
 
+/* exact for page ids below 2^28 (1 TiB) and ppa below 4096 */
+static inline uint64_t arena_of(const crpm_heap *h, uint64_t g) { return (g * h->div) >> 40; }
+static inline char *PAGE_AT(const crpm_heap *h, uint32_t g) { return h->mem + ((uint64_t)g << PAGE_SHIFT); }
+static inline arena_hdr *ARENA(const crpm_heap *h, uint64_t a) { return (arena_hdr *)(void *)(h->mem + a * h->stride); }
+/* first data page of arena a, as an index in the arena */
+static inline uint32_t first_page(const crpm_heap *h, uint64_t a) { return a ? h->hpages : h->hpages + h->gpages; }
+static inline uint32_t usable_pages(const crpm_heap *h, uint64_t a) { return h->ppa - first_page(h, a); }
+/* page ids of arena a's first data page and of the page after it */
+static inline uint32_t arena_lo(const crpm_heap *h, uint64_t a) { return (uint32_t)(a * h->ppa) + first_page(h, a); }
+static inline uint32_t arena_hi(const crpm_heap *h, uint64_t a) { return (uint32_t)((a + 1) * h->ppa); }
 static inline ent *ENT(const crpm_heap *h, uint32_t g)
 {
-    return (ent *)(void *)(h->mem + ((uint64_t)(g >> h->aps) << h->as)) + (g & (h->apages - 1));
+    uint64_t a = arena_of(h, g);
+    return (ent *)(void *)((char *)ARENA(h, a) + sizeof(arena_hdr)) + (g - a * h->ppa - h->hpages);
 }
-static inline char *PAGE_AT(const crpm_heap *h, uint32_t g) { return h->mem + ((uint64_t)g << PAGE_SHIFT); }
-static inline ent *ARENA(const crpm_heap *h, uint64_t a) { return (ent *)(void *)(h->mem + (a << h->as)); }
-static inline uint32_t first_page(const crpm_heap *h, uint64_t a) { return a ? h->hpages : h->first0; }
-static inline uint32_t usable_pages(const crpm_heap *h, uint64_t a) { return h->apages - first_page(h, a); }
+/* data bytes of a huge block of k arenas */
+static inline uint64_t huge_bytes(const crpm_heap *h, uint64_t k)
+{
+    return k * h->stride - (uint64_t)h->hpages * CRPM_HEAP_PAGE;
+}
 
 static inline uint32_t class_size(unsigned c)
 {

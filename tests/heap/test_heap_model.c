@@ -102,9 +102,10 @@ static int within_bound(const model *m, size_t n, size_t usable)
         return usable <= n + 15 || usable <= n + n / 8;
     if (usable < n + CRPM_HEAP_PAGE)
         return 1;
-    /* huge: blocks beyond what an arena's pages hold (its header aside) */
+    /* huge: blocks beyond an arena's data pages take whole arenas (data and
+     * header pages: less than one arena and 1/128 of it more) */
     size_t arena = (size_t)1 << m->as;
-    return n > arena - arena / 256 - CRPM_HEAP_PAGE && usable < n + arena;
+    return n > arena && usable < n + arena + arena / 128 + 2 * CRPM_HEAP_PAGE;
 }
 
 static void add(model *m, char *p, size_t n, uint64_t tag, size_t align)
@@ -149,7 +150,7 @@ static void verify(model *m)
             CHECK(m->v[i].p + m->v[i].usable <= m->v[i + 1].p, "blocks %p+%zu and %p overlap", (void *)m->v[i].p,
                   m->v[i].usable, (void *)m->v[i + 1].p);
     }
-    CHECK(crpm_heap_used(m->h) == m->used, "used %llu, model %llu", (unsigned long long)crpm_heap_used(m->h),
+    CHECK(crpm_heap_used_bytes(m->h) == m->used, "used %llu, model %llu", (unsigned long long)crpm_heap_used_bytes(m->h),
           (unsigned long long)m->used);
     CHECK(crpm_heap_check(m->h, NULL) == 0, "%s", crpm_last_error());
 }
@@ -236,7 +237,7 @@ static void check_fresh(model *m, const char *when)
     /* the largest block arena 0 can hold must still fit in every arena:
      * a huge block as large as the heap's arenas above 0 */
     if (in.arenas > 1) {
-        size_t big = (size_t)(in.arenas - 1) * (size_t)in.arena_bytes - CRPM_HEAP_PAGE;
+        size_t big = (size_t)(in.arenas - 1) * (size_t)in.arena_bytes - (64u << 10); /* header pages aside */
         void *p = crpm_heap_alloc(m->h, big);
         CHECK(p != NULL, "%s: %zu bytes (all arenas but 0) do not fit: %s", when, big, crpm_last_error());
         crpm_heap_info after;
@@ -396,7 +397,7 @@ static void test_determinism(uint64_t seed, long ops, unsigned as)
     CHECK(x == y, "the restored copy went another way (%llx, %llx)", (unsigned long long)x, (unsigned long long)y);
     /* damage is found, never followed */
     crpm_heap_get_info(hb, &in);
-    size_t hdr = in.arena_bytes / 256 > 4096 ? in.arena_bytes / 256 : 4096; /* arena 0's page entries */
+    size_t hdr = (64 + ((size_t)1 << (as - 12)) * 16 + 4095) / 4096 * 4096; /* arena 0's header pages */
     memset(b.mem + hdr + 600, 0x5a, 64); /* the global header's current slabs */
     CHECK(crpm_heap_check(hb, NULL) == CRPM_ERR_CORRUPT, "a damaged header passed the check");
     crpm_heap_close(ha);
@@ -485,7 +486,7 @@ static void test_threads(long ops, unsigned as)
         pthread_join(th[i], NULL);
         CHECK(t[i].fails == 0, "thread %d: %d blocks damaged or refused", i, t[i].fails);
     }
-    CHECK(crpm_heap_used(h) == 0, "%llu bytes left", (unsigned long long)crpm_heap_used(h));
+    CHECK(crpm_heap_used_bytes(h) == 0, "%llu bytes left", (unsigned long long)crpm_heap_used_bytes(h));
     CHECK(crpm_heap_check(h, stdout) == 0, "%s", crpm_last_error());
     crpm_heap_close(h);
     region_close(&r);
