@@ -28,6 +28,7 @@ typedef struct crpm_config {
     int keep_last_ckpt;                 /* 1: finalize leaves the checkpoints */
     int keep_l4;                        /* level-4 files kept (newest first) */
     int verbosity;                      /* 0 quiet .. 3 debug */
+    uint64_t heap_size;                 /* persistent heap: bytes reserved; 0 = no heap */
     /* [advanced] */
     uint64_t segment_size;              /* 0 = engine default */
     uint64_t block_size;                /* 0 = engine default */
@@ -39,11 +40,22 @@ typedef struct crpm_config {
     int l2_full_copy;                   /* benchmarks: level 2 sends the whole container (FTI style) */
     int huge_pages;                     /* 1: recovery advises huge pages on the arrays it fills */
     int l3_full_encode;                 /* benchmarks: level 3 re-encodes everything each time (FTI, SCR style) */
+    uint64_t heap_base;                 /* persistent heap: its fixed address */
 } crpm_config;
 
 /* method = full writes FTI-level-1-style full files (lib/full.c): the
  * baseline the differential engine is benchmarked against. */
 enum { CRPM_METHOD_DIFFERENTIAL = 0, CRPM_METHOD_FULL = 1 };
+
+/* The persistent heap's default address (the research libcrpm's; with
+ * AddressSanitizer, which keeps that range for itself, 80 TiB) and the most
+ * it may reserve. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CRPM_HEAP_BASE_DEFAULT 0x500000000000ull
+#else
+#define CRPM_HEAP_BASE_DEFAULT 0x10000000000ull
+#endif
+#define CRPM_HEAP_SIZE_MAX (1ull << 40)
 
 /* Defaults for every key. */
 void crpm_config_defaults(crpm_config *cfg);
