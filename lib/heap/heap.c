@@ -285,14 +285,14 @@ static uint32_t slab_refill(crpm_heap *h, unsigned c)
     if (g) {
         list_del(h, &G->partial[c], g);
     } else {
-        if (!(g = span_alloc(h, SLAB_PAGES)))
+        if (!(g = span_alloc(h, h->slab_pages)))
             return 0;
         ent *e = ENT(h, g);
         memset(e, 0, sizeof *e);
         e->kind = E_SLAB;
         e->cls = (uint8_t)c;
         e->nfree = (uint16_t)h->cap[c];
-        for (uint32_t i = 1; i < SLAB_PAGES; i++) {
+        for (uint32_t i = 1; i < h->slab_pages; i++) {
             ent *p = ENT(h, g + i);
             p->kind = E_SLAB_PAGE;
             p->len = (uint16_t)i;
@@ -378,7 +378,7 @@ static inline int lookup(const crpm_heap *h, const void *p, blk *b)
         return 0;
     const ent *e = ENT(h, g);
     if (e->kind == E_SLAB_PAGE) {
-        if (e->len >= SLAB_PAGES)
+        if (e->len >= h->slab_pages)
             return 0;
         g -= e->len;
         e = ENT(h, g);
@@ -479,11 +479,12 @@ static void free_locked(crpm_heap *h, const blk *b)
     e->nfree++;
     if (b->g == G->cur[c])
         return;
-    if (e->nfree == 1) {
+    if (e->nfree == h->cap[c]) { /* empty: back to the pages (it was on the partial list unless it held one) */
+        if (h->cap[c] > 1)
+            list_del(h, &G->partial[c], b->g);
+        span_release(h, b->g, h->slab_pages);
+    } else if (e->nfree == 1) {
         list_push(h, &G->partial[c], b->g);
-    } else if (e->nfree == h->cap[c]) {
-        list_del(h, &G->partial[c], b->g);
-        span_release(h, b->g, SLAB_PAGES);
     }
 }
 
@@ -663,7 +664,7 @@ void crpm_heap_trim(crpm_heap *h)
         uint32_t g = G->cur[c];
         if (g && ENT(h, g)->nfree == h->cap[c]) {
             G->cur[c] = 0;
-            span_release(h, g, SLAB_PAGES);
+            span_release(h, g, h->slab_pages);
         }
     }
     lock_release(h, held);
@@ -720,6 +721,7 @@ static crpm_heap *new_handle(void *mem, unsigned as, crpm_heap_grow_fn grow, voi
     h->apages = 1u << (as - PAGE_SHIFT);
     h->hpages = header_pages(as);
     h->ppa = h->apages + h->hpages;
+    h->slab_pages = h->apages >= 512 ? SLAB_PAGES_MAX : SLAB_PAGES_MAX / 4;
     h->stride = (uint64_t)h->ppa * CRPM_HEAP_PAGE;
     h->div = ((1ull << 40) + h->ppa - 1) / h->ppa;
     h->gpages = (uint32_t)((sizeof(glob) + BITMAP_MAX_ARENAS / 8 + CRPM_HEAP_PAGE - 1) / CRPM_HEAP_PAGE);
@@ -729,7 +731,7 @@ static crpm_heap *new_handle(void *mem, unsigned as, crpm_heap_grow_fn grow, voi
     atomic_init(&h->lock, 0);
     for (unsigned c = 0; c < NCLS; c++) {
         h->size[c] = class_size(c);
-        h->cap[c] = SLAB_BYTES / h->size[c];
+        h->cap[c] = h->slab_pages * CRPM_HEAP_PAGE / h->size[c];
         h->inv[c] = (uint32_t)((1ull << 32) / h->size[c] + 1);
     }
     return h;
@@ -763,7 +765,7 @@ int crpm_heap_create(crpm_heap **out, void *mem, uint64_t reserve, unsigned aren
     if (h->limit == 0)
         rc = crpm_error(CRPM_ERR_NOMEM, "heap: %llu bytes reserved, one arena needs %llu",
                         (unsigned long long)reserve, (unsigned long long)h->stride);
-    else if (h->gpages + SLAB_PAGES > h->apages)
+    else if (h->gpages + h->slab_pages > h->apages)
         rc = crpm_error(CRPM_ERR_INVAL, "heap: arenas of 2^%u bytes are too small for the global header", as);
     else if (grow)
         rc = grow(arg, mem, h->stride);

@@ -29,9 +29,9 @@ static int check_slab(walk *w, uint32_t g, uint32_t end)
 {
     crpm_heap *h = w->h;
     const ent *e = ENT(h, g);
-    if (g + SLAB_PAGES > end)
+    if (g + h->slab_pages > end)
         return bad("slab at page %u runs past its arena", g);
-    for (uint32_t i = 1; i < SLAB_PAGES; i++)
+    for (uint32_t i = 1; i < h->slab_pages; i++)
         if (ENT(h, g + i)->kind != E_SLAB_PAGE || ENT(h, g + i)->len != i)
             return bad("slab at page %u: page %u does not point back to it", g, g + i);
     if (e->cls >= NCLS)
@@ -39,7 +39,7 @@ static int check_slab(walk *w, uint32_t g, uint32_t end)
     uint32_t cap = h->cap[e->cls], sz = h->size[e->cls], n = 0;
     if (e->len > cap || e->nfree > cap)
         return bad("slab at page %u: %u handed out, %u free of %u", g, e->len, e->nfree, cap);
-    uint8_t seen[SLAB_BYTES / 16 / 8];
+    uint8_t seen[SLAB_PAGES_MAX * CRPM_HEAP_PAGE / 16 / 8];
     memset(seen, 0, sizeof seen);
     for (uint32_t i = e->head; i; n++) {
         if (i - 1 >= e->len || n >= cap || (seen[(i - 1) / 8] >> ((i - 1) % 8) & 1))
@@ -70,7 +70,7 @@ static int check_arena(walk *w, uint64_t a)
     int prev_free = 0, rc;
     while (g < end) {
         const ent *e = ENT(h, g);
-        uint32_t n = e->kind == E_SLAB ? SLAB_PAGES : e->len;
+        uint32_t n = e->kind == E_SLAB ? h->slab_pages : e->len;
         if (e->kind == E_SLAB) {
             if ((rc = check_slab(w, g, end)) != 0)
                 return rc;

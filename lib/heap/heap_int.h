@@ -7,8 +7,7 @@
 #include "heap.h"
 
 #define PAGE_SHIFT 12
-#define SLAB_PAGES 16u
-#define SLAB_BYTES (SLAB_PAGES * CRPM_HEAP_PAGE)
+#define SLAB_PAGES_MAX 16u /* a slab: 16 pages, 4 in arenas below 2 MiB (tests) */
 #define NCLS 64
 #define NBINS 88
 #define HEAP_MAGIC 0x5041454d4d505243ull /* "CRPMHEAP" */
@@ -71,6 +70,7 @@ struct crpm_heap {
     uint64_t stride;           /* bytes per arena */
     uint64_t div;              /* page id -> arena: (g * div) >> 40 */
     uint32_t gpages;           /* global header pages */
+    uint32_t slab_pages;       /* pages per slab */
     uint64_t limit;            /* bytes the heap may grow to in this process */
     crpm_heap_grow_fn grow;
     void *grow_arg;
