@@ -6,8 +6,11 @@
  *              finalized (kept), and recovered by a new crpm_init in the same
  *              process: the same addresses, the saved contents, roots, used
  *              bytes, and the allocator continues (new blocks, frees);
- *   occupied   heap_base taken on one rank: crpm_init fails on every rank,
- *              the message names the range, what holds it and heap_base;
+ *   occupied   heap_base taken on one rank at a restart: crpm_init fails on
+ *              every rank, the message names the range, what holds it and
+ *              heap_base; freed again, the restart recovers;
+ *   smaller    a restart whose heap_size is below one rank's saved heap:
+ *              every rank fails the recovery, none waits;
  *   full       allocation until heap_size is used up: NULL with the reason,
  *              the heap still usable, and a checkpoint of the full heap;
  *   misuse     before init, without a heap, the reserved id, bad roots.
@@ -26,12 +29,15 @@
 static int rank, nranks;
 static char dir[512], cfg[4096];
 
+/* extra: more [basic] keys (heap_size among them replaces 64M), then
+ * maybe an [advanced] section. */
 static const char *config(const char *job, const char *extra)
 {
+    int own_size = extra && strstr(extra, "heap_size");
     snprintf(cfg, sizeof cfg,
-             "[basic]\nckpt_dir = %s/ckpt\njob_name = %s\nkeep_last_ckpt = 1\nverbosity = 0\nheap_size = 64M\n"
-             "node_size = %d\nglbl_dir = %s/glbl\n%s%s", dir, job, nranks > 1 ? nranks / 2 : 1, dir,
-             nranks > 1 ? "group_size = 2\n" : "", extra ? extra : "");
+             "[basic]\nckpt_dir = %s/ckpt\njob_name = %s\nkeep_last_ckpt = 1\nverbosity = 0\n%s"
+             "node_size = %d\nglbl_dir = %s/glbl\n%s%s", dir, job, own_size ? "" : "heap_size = 64M\n",
+             nranks > 1 ? nranks / 2 : 1, dir, nranks > 1 ? "group_size = 2\n" : "", extra ? extra : "");
     return cfg;
 }
 
@@ -168,6 +174,13 @@ static void roundtrip(int level, int tracked)
 static void occupied(void)
 {
     const char *c = config("heap-occupied", "[advanced]\nheap_base = " TEST_BASE "\n");
+    /* a checkpoint to restart from */
+    REQUIRE(crpm_init_text(c, "heap-test", MPI_COMM_WORLD) == 0, "init: %s", crpm_last_error());
+    long *saved = crpm_malloc(sizeof *saved);
+    REQUIRE(saved && crpm_set_root(0, saved) == 0, "malloc: %s", crpm_last_error());
+    *saved = 4711 + rank;
+    REQUIRE(crpm_checkpoint(1, CRPM_L1) == 0, "checkpoint: %s", crpm_last_error());
+    crpm_finalize();
     void *p = MAP_FAILED;
     char range[128], held[128];
     snprintf(range, sizeof range, "%#llx-%#llx", TEST_BASE_N, TEST_BASE_N + (64ull << 20));
@@ -190,8 +203,11 @@ static void occupied(void)
         crpm_finalize();
     if (p != MAP_FAILED)
         munmap(p, 1 << 20);
-    /* the range free again: init works */
+    /* the range free again: the restart works */
     CHECK(crpm_init_text(c, "heap-test", MPI_COMM_WORLD) == 0, "init: %s", crpm_last_error());
+    CHECK(crpm_status() == CRPM_STATUS_L1 && crpm_recover() == 0, "recover: %s", crpm_last_error());
+    long *back = crpm_get_root(0);
+    CHECK(back == saved && *back == 4711 + rank, "root %p", (void *)back);
     char *q = crpm_malloc(10);
     CHECK(q >= (char *)TEST_BASE_N && q < (char *)(TEST_BASE_N + (64ull << 20)), "a block at %p, not in the heap",
           (void *)q);
@@ -217,6 +233,31 @@ static void full(void)
     CHECK(crpm_checkpoint(1, CRPM_L1) == 0, "checkpoint of the full heap: %s", crpm_last_error());
     crpm_free(last);
     CHECK(crpm_malloc(big) != NULL, "after a free: %s", crpm_last_error());
+    crpm_finalize();
+}
+
+/* One rank's heap outgrew the heap_size of the restart: every rank fails
+ * the recovery (none waits), the message names heap_size. */
+static void smaller(void)
+{
+    REQUIRE(crpm_init_text(config("heap-smaller", "heap_size = 256M\n"), "heap-test", MPI_COMM_WORLD) == 0,
+            "init: %s", crpm_last_error());
+    char *p = crpm_malloc(rank == 0 ? (size_t)100 << 20 : 1000);
+    REQUIRE(p && crpm_set_root(0, p) == 0, "malloc: %s", crpm_last_error());
+    REQUIRE(crpm_checkpoint(1, CRPM_L1) == 0, "checkpoint: %s", crpm_last_error());
+    crpm_finalize();
+    REQUIRE(crpm_init_text(config("heap-smaller", NULL), "heap-test", MPI_COMM_WORLD) == 0, "re-init: %s",
+            crpm_last_error());
+    int rc = crpm_recover();
+    if (rank == 0)
+        CHECK(rc == CRPM_ERR_MISMATCH && strstr(crpm_last_error(), "heap_size"), "rc %d: %s", rc, crpm_last_error());
+    else
+        CHECK(rc == CRPM_ERR_REMOTE, "rc %d: %s", rc, crpm_last_error());
+    crpm_finalize();
+    /* with enough heap_size it recovers */
+    REQUIRE(crpm_init_text(config("heap-smaller", "heap_size = 256M\n"), "heap-test", MPI_COMM_WORLD) == 0,
+            "init: %s", crpm_last_error());
+    CHECK(crpm_recover() == 0 && crpm_get_root(0) == p, "recover: %s", crpm_last_error());
     crpm_finalize();
 }
 
@@ -273,6 +314,8 @@ int main(int argc, char **argv)
         full();
     else if (!strcmp(mode, "misuse"))
         misuse();
+    else if (!strcmp(mode, "smaller"))
+        smaller();
     int rc = check_summary(mode);
     MPI_Barrier(MPI_COMM_WORLD);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
