@@ -7,9 +7,7 @@
 #include <stdint.h>
 #include "array.h"
 #include "config.h"
-
-/* The array id the heap is saved under; crpm_protect refuses it. */
-#define CRPM_HEAP_ARRAY_ID INT32_MIN
+#include "heap.h" /* CRPM_HEAP_ARRAY_ID, the id it is saved under (crpm_protect refuses it) */
 
 /* THE seam between the heap and the checkpoint levels: the heap as the one
  * array they save (reserved id, bytes, its fixed address, `count` = the

@@ -2,6 +2,7 @@
  * containers as an HDF5 file in the level-4 layout (see lib/level4.h), for
  * h5dump/h5py analysis or for a restart from level 4. */
 #include "container.h"
+#include "heap.h"
 #include "level4.h"
 
 #include <dirent.h>
@@ -18,7 +19,8 @@ static void usage(FILE *out)
           "Writes the committed checkpoint of the given rank containers\n"
           "(rank-<r>.crpm; a directory stands for all rank-*.crpm in it) into one\n"
           "HDF5 file with the level-4 layout: group /rank_<r> per rank, dataset\n"
-          "id_<id> per protected array with its native type, crc32 attributes.\n"
+          "id_<id> per protected array with its native type, crc32 attributes;\n"
+          "a rank's persistent heap is the byte dataset id_-2147483648.\n"
           "Copied to <glbl_dir>/<job>/l4-<id>.h5 it can serve as a level-4 restart\n"
           "when every rank is included.\n"
           "\n"
@@ -263,6 +265,12 @@ int main(int argc, char **argv)
             printf("exported %d of %d rank(s) of job '%s' (checkpoint id %llu, epoch %llu, %llu bytes) to %s\n",
                    in.n, (int)in.v[0].nranks, in.v[0].job, (unsigned long long)ckpt_id,
                    (unsigned long long)min_epoch, (unsigned long long)bytes, out);
+            for (int i = 0; i < in.n; i++)
+                for (int k = 0; k < in.v[i].nregions; k++)
+                    if (in.v[i].regions[k].id == CRPM_HEAP_ARRAY_ID)
+                        printf("rank %d: persistent heap, %llu bytes, as the byte dataset /rank_%d/id_%d\n",
+                               (int)in.v[i].rank, (unsigned long long)crpm_array_bytes(&in.v[i].regions[k]),
+                               (int)in.v[i].rank, (int)CRPM_HEAP_ARRAY_ID);
         }
     }
     for (int i = 0; i < in.n; i++) {

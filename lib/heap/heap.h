@@ -46,6 +46,9 @@
 #define CRPM_HEAP_ARENA_SHIFT_MIN 18   /* 256 KiB (tests with small heaps) */
 #define CRPM_HEAP_ARENA_SHIFT_MAX 23   /* 8 MiB */
 #define CRPM_HEAP_MAX_BYTES ((uint64_t)1 << 40) /* 1 TiB: sizes the free-arena bitmap */
+/* The array id the library saves the heap under (api_heap.h); tools find it
+ * by this id in containers and level-4 files. */
+#define CRPM_HEAP_ARRAY_ID INT32_MIN
 
 typedef struct crpm_heap crpm_heap;
 
