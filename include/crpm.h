@@ -163,7 +163,9 @@ CRPM_API void *crpm_calloc(size_t n, size_t size);
 /* p NULL: crpm_malloc; size 0: frees p and returns NULL; on failure NULL
  * and p untouched. */
 CRPM_API void *crpm_realloc(void *p, size_t size);
-/* alignment: a power of two up to 4096. */
+/* alignment: a power of two up to 4096.  With alignment 8 (or less),
+ * blocks of up to 56 bytes may be only 8-byte aligned and waste less
+ * (crpm::allocator asks so for types aligned to 8 bytes or less). */
 CRPM_API void *crpm_aligned_alloc(size_t alignment, size_t size);
 /* NULL is ignored; a pointer that is not a live block of the heap is not
  * freed (crpm_last_error says so). */

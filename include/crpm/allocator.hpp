@@ -29,9 +29,11 @@ namespace crpm {
 
 namespace detail {
 // Storage for n objects of alignment `align` from the heap, or bad_alloc.
+// Types aligned to 8 bytes or less may get 8-aligned blocks of 24, 40 or 56
+// bytes (a map node of two 8-byte fields and a pointer wastes nothing).
 inline void *allocate_bytes(std::size_t bytes, std::size_t align)
 {
-    void *p = align > 16 ? crpm_aligned_alloc(align, bytes) : crpm_malloc(bytes);
+    void *p = align != 16 ? crpm_aligned_alloc(align < 8 ? 8 : align, bytes) : crpm_malloc(bytes);
     if (!p)
         throw std::bad_alloc();
     return p;

@@ -118,11 +118,13 @@ static void free_remove(crpm_heap *h, uint32_t g)
 
 /* ---- arenas ---------------------------------------------------------------- */
 
-/* The extent covers `top` arenas, growing by half at least. */
+/* The extent covers `top` arenas, growing by an eighth at least (each
+ * growth costs the next checkpoint a full compare; the slack is compared
+ * and saved as zeros). */
 static int extend_to(crpm_heap *h, uint64_t top)
 {
     glob *G = h->g;
-    uint64_t need = top * h->stride, want = G->extent + G->extent / 2;
+    uint64_t need = top * h->stride, want = G->extent + G->extent / 8;
     if (need <= G->extent)
         return CRPM_SUCCESS;
     if (need > h->limit)
@@ -360,7 +362,7 @@ static inline int lookup(const crpm_heap *h, const void *p, blk *b)
 {
     const glob *G = h->g;
     uintptr_t off = (uintptr_t)p - (uintptr_t)h->mem;
-    if ((uintptr_t)p < (uintptr_t)h->mem || off >= G->top * h->stride || (off & 15))
+    if ((uintptr_t)p < (uintptr_t)h->mem || off >= G->top * h->stride || (off & 7))
         return 0;
     uint32_t g = (uint32_t)(off >> PAGE_SHIFT);
     b->a = arena_of(h, g);
@@ -420,11 +422,13 @@ static void *alloc_locked(crpm_heap *h, size_t n, size_t align)
     glob *G = h->g;
     if (n == 0)
         n = 1;
+    if (align <= 8 && n > 16 && n <= 56 && ((n + 7) & 8)) /* 24, 40 or 56 bytes: C++ nodes of 8-byte data */
+        return small_alloc(h, NCLS16 + (unsigned)((n + 7) / 16 - 1));
     if (n <= CRPM_HEAP_SMALL_MAX) {
         unsigned c = class_of(n);
-        while (c < NCLS && (h->size[c] & (align - 1)))
+        while (c < NCLS16 && (h->size[c] & (align - 1)))
             c++;
-        if (c < NCLS)
+        if (c < NCLS16)
             return small_alloc(h, c);
     }
     if (n <= large_max(h)) {
@@ -543,7 +547,7 @@ static int huge_resize(crpm_heap *h, const blk *b, uint64_t k)
 static int resize_in_place(crpm_heap *h, const blk *b, size_t n)
 {
     if (b->kind == B_SMALL)
-        return n <= CRPM_HEAP_SMALL_MAX && class_of(n) == ENT(h, b->g)->cls;
+        return n <= CRPM_HEAP_SMALL_MAX && ENT(h, b->g)->cls < NCLS16 && class_of(n) == ENT(h, b->g)->cls;
     if (b->kind == B_LARGE)
         return n > CRPM_HEAP_SMALL_MAX && n <= large_max(h) &&
                large_resize(h, b, (uint32_t)((n + CRPM_HEAP_PAGE - 1) >> PAGE_SHIFT));
@@ -555,11 +559,12 @@ static int resize_in_place(crpm_heap *h, const blk *b, size_t n)
 void *crpm_heap_alloc(crpm_heap *h, size_t n)
 {
     int held = lock_taken(h);
-    void *p = alloc_locked(h, n, 1);
+    void *p = alloc_locked(h, n, 16);
     lock_release(h, held);
     return p;
 }
 
+/* Alignments below 16 get 16 (malloc's), except 8 for 24, 40 and 56 bytes. */
 void *crpm_heap_alloc_aligned(crpm_heap *h, size_t align, size_t n)
 {
     if (!align || (align & (align - 1)) || align > CRPM_HEAP_PAGE) {
@@ -612,7 +617,7 @@ void *crpm_heap_realloc(crpm_heap *h, void *p, size_t n)
         crpm_error(CRPM_ERR_INVAL, "realloc(%p): not a block of the heap", p);
     else if (resize_in_place(h, &b, n))
         q = p;
-    else if ((q = alloc_locked(h, n, 1)) != NULL) {
+    else if ((q = alloc_locked(h, n, 16)) != NULL) {
         memcpy(q, p, b.size < n ? b.size : n);
         free_locked(h, &b);
     }

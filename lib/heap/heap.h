@@ -14,7 +14,8 @@
  * above what an arena holds are huge blocks of whole arenas.
  *
  *   small  <= 16 KiB: 64 size classes (16-B steps to 128, then 8 per doubling),
- *          slabs of 64 KiB, no per-object header;
+ *          and 24, 40 and 56 bytes for blocks asked with 8-byte alignment
+ *          (C++ nodes of 8-byte data), slabs of 64 KiB, no per-object header;
  *   large  whole pages inside an arena, found with segregated bins (good fit,
  *          O(1)), coalesced with free neighbours at once;
  *   huge   whole arenas, taken first-fit from a bitmap of free arenas.
@@ -71,7 +72,9 @@ int crpm_heap_attach(crpm_heap **out, void *mem, uint64_t extent, uint64_t reser
 void crpm_heap_close(crpm_heap *h);
 
 void *crpm_heap_alloc(crpm_heap *h, size_t n);
-/* align: a power of two up to 4096. */
+/* align: a power of two up to 4096.  Blocks are at least 16-byte aligned,
+ * except blocks of up to 56 bytes asked with align <= 8, which may be
+ * 8-byte aligned (24, 40 and 56-byte classes: less waste for small nodes). */
 void *crpm_heap_alloc_aligned(crpm_heap *h, size_t align, size_t n);
 void *crpm_heap_calloc(crpm_heap *h, size_t n, size_t size);
 /* realloc(p, 0) frees p and returns NULL; NULL with p untouched on failure. */

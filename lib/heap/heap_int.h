@@ -8,7 +8,8 @@
 
 #define PAGE_SHIFT 12
 #define SLAB_PAGES_MAX 16u /* a slab: 16 pages, 4 in arenas below 2 MiB (tests) */
-#define NCLS 64
+#define NCLS 67 /* 64 classes 16-byte aligned, then 24, 40 and 56 bytes 8-byte aligned */
+#define NCLS16 64
 #define NBINS 88
 #define HEAP_MAGIC 0x5041454d4d505243ull /* "CRPMHEAP" */
 #define HEAP_VERSION 1u
@@ -104,6 +105,8 @@ static inline uint64_t huge_bytes(const crpm_heap *h, uint64_t k)
 
 static inline uint32_t class_size(unsigned c)
 {
+    if (c >= NCLS16)
+        return 24 + 16 * (c - NCLS16);
     if (c < 8)
         return 16u * (c + 1);
     unsigned g = (c - 8) / 8, k = (c - 8) % 8;
