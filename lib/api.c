@@ -493,8 +493,8 @@ int crpm_recover(void)
 }
 
 /* The saved shape of array id in the checkpoint crpm_recover would read;
- * *handle for the level's read_one. */
-static int saved_array(int id, const char *fn, crpm_array *shape, int *handle)
+ * *handle for the level's read_one (when `to_read`, the level must have one). */
+static int saved_array(int id, const char *fn, int to_read, crpm_array *shape, int *handle)
 {
     if (!ctx)
         return crpm_error(CRPM_ERR_STATE, "%s(%d): call crpm_init first", fn, id);
@@ -504,7 +504,7 @@ static int saved_array(int id, const char *fn, crpm_array *shape, int *handle)
     if (!ctx->source)
         return crpm_error(CRPM_ERR_NOCKPT, "%s(%d): no checkpoint of job '%s' to read (fresh start)", fn, id,
                           ctx->cfg.job_name);
-    if (!ctx->source->ops->stored || (!ctx->source->ops->read_one && strcmp(fn, "crpm_stored_size")))
+    if (!ctx->source->ops->stored || (to_read && !ctx->source->ops->read_one))
         return crpm_error(CRPM_ERR_NOTSUP, "%s(%d): the checkpoint to recover is a %s checkpoint, which is read "
                           "whole: use crpm_recover", fn, id, ctx->source->ops->name);
     int rc = ctx->source->ops->stored(ctx->source, id, shape, handle);
@@ -518,7 +518,7 @@ int crpm_recover_var(int id)
 {
     const char *fn = "crpm_recover_var";
     crpm_array saved;
-    int handle, rc = saved_array(id, fn, &saved, &handle);
+    int handle, rc = saved_array(id, fn, 1, &saved, &handle);
     if (rc != 0)
         return report(rc, fn);
     int i = id == CRPM_HEAP_ARRAY_ID ? -1 : lookup(&ctx->array_ids, array_recs(), ctx->narrays, id);
@@ -542,7 +542,7 @@ int crpm_stored_size(int id, int64_t *bytes)
         return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): bytes is NULL", fn, id), fn);
     *bytes = 0;
     crpm_array saved;
-    int handle, rc = saved_array(id, fn, &saved, &handle);
+    int handle, rc = saved_array(id, fn, 0, &saved, &handle);
     if (rc != 0)
         return report(rc, fn);
     *bytes = (int64_t)crpm_array_bytes(&saved);
