@@ -34,7 +34,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
-#include <vector>
+#include <utility>
 #include <unistd.h>
 #include <mpi.h>
 #include "crpm.h"
@@ -250,18 +250,35 @@ bool on_heap(const Opts &o) { return o.variant == "tracked" || o.variant == "com
 // one before (o2: what the copy a two-copy failure-atomic scheme writes into
 // lacks, as it holds that older state).  Copies of the heap kept for it.
 struct Oracle {
-    std::vector<char> prev, prev2;
+    char *prev = nullptr, *prev2 = nullptr;
+    uint64_t size = 0;
+    ~Oracle()
+    {
+        std::free(prev);
+        std::free(prev2);
+    }
     void count(const char *base, uint64_t bytes, uint64_t &o1, uint64_t &o2)
     {
-        prev.resize(bytes); /* grown: the new part was zero */
-        prev2.resize(bytes);
-        for (uint64_t off = 0; off < bytes; off += 256) {
-            uint64_t len = bytes - off < 256 ? bytes - off : 256;
-            o1 += std::memcmp(base + off, prev.data() + off, len) != 0 ? 256 : 0;
-            o2 += std::memcmp(base + off, prev2.data() + off, len) != 0 ? 256 : 0;
+        if (bytes > size) { /* grown: the new part was zero */
+            char *a = (char *)std::realloc(prev, bytes), *b = a ? (char *)std::realloc(prev2, bytes) : nullptr;
+            if (!a || !b) {
+                std::fprintf(stderr, "bench_map: out of memory for the lower-bound copies\n");
+                std::exit(1);
+            }
+            std::memset(a + size, 0, bytes - size);
+            std::memset(b + size, 0, bytes - size);
+            prev = a;
+            prev2 = b;
+            size = bytes;
         }
-        prev2.swap(prev);
-        std::memcpy(prev.data(), base, bytes);
+        size_t nblk = (size_t)((bytes + 255) / 256); /* heap extents are whole pages */
+        for (size_t i = 0; i < nblk; i++) {
+            size_t off = i * 256;
+            o1 += std::memcmp(base + off, prev + off, 256) != 0 ? 256 : 0;
+            o2 += std::memcmp(base + off, prev2 + off, 256) != 0 ? 256 : 0;
+        }
+        std::swap(prev, prev2);
+        std::memcpy(prev, base, bytes);
     }
 };
 
