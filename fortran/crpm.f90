@@ -31,6 +31,16 @@
 !>    scalars included.  Derived types (and anything else) go through
 !>    crpm_protect_bytes, which saves each element as an opaque record of its
 !>    storage size.
+!> Persistent heap (docs/heap.md; needs heap_size in the configuration):
+!>   type(c_ptr) :: p
+!>   real(8), pointer :: x(:)
+!>   p = crpm_malloc(n * 8_int64)        ! NULL (c_associated false) on failure
+!>   call c_f_pointer(p, x, [n])
+!>   call crpm_set_root(0, p, ierr)      ! after crpm_recover: p = crpm_get_root(0)
+!>   call crpm_free(p)
+!>  Store in the heap only data and pointers (c_ptr) into the heap: Fortran
+!>  POINTER and ALLOCATABLE components hold descriptors the compiler may lay
+!>  out differently in another build.
 !>  * crpm_init takes a communicator handle of `use mpi` (an INTEGER); with
 !>    mpi_f08 pass comm%MPI_VAL.  Trailing blanks of the file name are
 !>    ignored; a blank name is passed to C as NULL (no configuration file).
@@ -115,7 +125,14 @@ module crpm
   public :: crpm_init, crpm_protect, crpm_protect_bytes, crpm_status, crpm_recover, &
        crpm_checkpoint, crpm_snapshot, crpm_should_exit, crpm_finalize, crpm_strerror, &
        crpm_last_error, crpm_get_stats, crpm_define_global, crpm_add_subset, crpm_protect_replicated, &
-       crpm_global_dims
+       crpm_global_dims, crpm_malloc, crpm_calloc, crpm_realloc, crpm_free, crpm_set_root, &
+       crpm_get_root, crpm_heap_used
+
+  !> p = crpm_malloc(bytes): bytes of any integer kind; c_null_ptr on failure
+  !> (crpm_last_error says why).
+  interface crpm_malloc
+     module procedure malloc_i4, malloc_i8
+  end interface crpm_malloc
 
   !> crpm_protect(id, array, ierr): any intrinsic kind listed above, any rank.
   interface crpm_protect
@@ -246,6 +263,48 @@ module crpm
        type(crpm_stats_t), intent(out) :: last, total
        integer(c_int) :: rc
      end function c_get_stats
+
+     function c_malloc(n) bind(C, name='crpm_malloc') result(p)
+       import :: c_size_t, c_ptr
+       integer(c_size_t), value :: n
+       type(c_ptr) :: p
+     end function c_malloc
+
+     function c_calloc(n, size) bind(C, name='crpm_calloc') result(p)
+       import :: c_size_t, c_ptr
+       integer(c_size_t), value :: n, size
+       type(c_ptr) :: p
+     end function c_calloc
+
+     function c_realloc(q, n) bind(C, name='crpm_realloc') result(p)
+       import :: c_size_t, c_ptr
+       type(c_ptr), value :: q
+       integer(c_size_t), value :: n
+       type(c_ptr) :: p
+     end function c_realloc
+
+     subroutine c_free(p) bind(C, name='crpm_free')
+       import :: c_ptr
+       type(c_ptr), value :: p
+     end subroutine c_free
+
+     function c_set_root(idx, p) bind(C, name='crpm_set_root') result(rc)
+       import :: c_int, c_ptr
+       integer(c_int), value :: idx
+       type(c_ptr), value :: p
+       integer(c_int) :: rc
+     end function c_set_root
+
+     function c_get_root(idx) bind(C, name='crpm_get_root') result(p)
+       import :: c_int, c_ptr
+       integer(c_int), value :: idx
+       type(c_ptr) :: p
+     end function c_get_root
+
+     function c_heap_used() bind(C, name='crpm_heap_used') result(n)
+       import :: c_size_t
+       integer(c_size_t) :: n
+     end function c_heap_used
 
      function c_strlen(s) bind(C, name='strlen') result(n)
        import :: c_ptr, c_size_t
@@ -532,6 +591,65 @@ contains
     if (n > 0) p = c_loc(array)
     ierr = track(c_protect(int(id, c_int), p, n, t))
   end subroutine protect_common
+
+  ! ---- persistent heap ---------------------------------------------------
+
+  function malloc_i4(bytes) result(p)
+    integer(int32), intent(in) :: bytes
+    type(c_ptr) :: p
+    p = malloc_i8(int(bytes, int64))
+  end function malloc_i4
+
+  function malloc_i8(bytes) result(p)
+    integer(int64), intent(in) :: bytes
+    type(c_ptr) :: p
+    p = c_null_ptr
+    if (bytes < 0) then
+       binding_msg = 'crpm_malloc: negative size'
+       return
+    end if
+    p = c_malloc(int(bytes, c_size_t))
+    if (.not. c_associated(p) .and. allocated(binding_msg)) deallocate (binding_msg)
+  end function malloc_i8
+
+  !> p = crpm_calloc(n, size): n elements of size bytes, zeroed.
+  function crpm_calloc(n, size) result(p)
+    integer(int64), intent(in) :: n, size
+    type(c_ptr) :: p
+    p = c_calloc(int(n, c_size_t), int(size, c_size_t))
+  end function crpm_calloc
+
+  !> p = crpm_realloc(q, bytes): contents kept up to the smaller size.
+  function crpm_realloc(q, bytes) result(p)
+    type(c_ptr), intent(in) :: q
+    integer(int64), intent(in) :: bytes
+    type(c_ptr) :: p
+    p = c_realloc(q, int(bytes, c_size_t))
+  end function crpm_realloc
+
+  subroutine crpm_free(p)
+    type(c_ptr), intent(in) :: p
+    call c_free(p)
+  end subroutine crpm_free
+
+  subroutine crpm_set_root(idx, p, ierr)
+    integer, intent(in) :: idx
+    type(c_ptr), intent(in) :: p
+    integer, intent(out) :: ierr
+    ierr = track(c_set_root(int(idx, c_int), p))
+  end subroutine crpm_set_root
+
+  !> c_null_ptr when unset.
+  function crpm_get_root(idx) result(p)
+    integer, intent(in) :: idx
+    type(c_ptr) :: p
+    p = c_get_root(int(idx, c_int))
+  end function crpm_get_root
+
+  function crpm_heap_used() result(n)
+    integer(int64) :: n
+    n = int(c_heap_used(), int64)
+  end function crpm_heap_used
 
   ! Pass a C return code through, forgetting the bindings' own message once
   ! the library has reported a newer failure.

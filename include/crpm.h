@@ -166,7 +166,8 @@ CRPM_API int crpm_init_fcomm(const char *config_file, MPI_Fint comm);
 CRPM_API int crpm_recover_var(int id);
 
 /* Local: *bytes = size of array `id` in that same checkpoint (0 on error).
- * Errors: as crpm_recover_var, except that `id` need not be protected. */
+ * Errors: as crpm_recover_var, except that `id` need not be protected and
+ * that level-4 and method = full checkpoints answer too. */
 CRPM_API int crpm_stored_size(int id, int64_t *bytes);
 
 /* Local: a name for array `id`, kept until finalize with the array's
@@ -225,6 +226,45 @@ CRPM_API int crpm_protect_replicated(int id, void *ptr, int64_t count, crpm_type
  * Errors: CRPM_ERR_STATE, CRPM_ERR_INVAL (dims NULL, gid neither saved nor
  *   defined). */
 CRPM_API int crpm_global_dims(int gid, int64_t dims[]);
+
+/* ---- persistent heap (docs/heap.md) ------------------------------------------
+ * Memory saved by every checkpoint and restored by crpm_recover at the same
+ * address, so pointer-based structures (trees, hash tables, linked cells)
+ * come back with their pointers valid.  Needs heap_size in [basic] (address
+ * range reserved at crpm_init at heap_base in [advanced], memory committed as
+ * used); the heap and every pointer into it end with crpm_finalize.  Keep a
+ * pointer to each structure in a root: after crpm_recover the heap is the
+ * checkpoint's, and blocks allocated before it are gone.  Store no pointers
+ * to memory outside the heap, no file descriptors, no objects with virtual
+ * functions a rebuilt binary may move.  Local calls, safe from several
+ * threads at once (one lock per heap; checkpoints must not overlap heap use
+ * by other threads).  Allocation failures return NULL (or an error code)
+ * with the reason in crpm_last_error(): before crpm_init, without a heap, or
+ * when heap_size is used up.  Blocks are 16-byte aligned (large ones 4 KiB). */
+#define CRPM_ROOTS 64
+
+CRPM_API void *crpm_malloc(size_t size);
+CRPM_API void *crpm_calloc(size_t n, size_t size);
+/* p NULL: crpm_malloc; size 0: frees p and returns NULL; on failure NULL
+ * and p untouched. */
+CRPM_API void *crpm_realloc(void *p, size_t size);
+/* alignment: a power of two up to 4096.  With alignment 8 (or less),
+ * blocks of up to 56 bytes may be only 8-byte aligned and waste less
+ * (crpm::allocator asks so for types aligned to 8 bytes or less). */
+CRPM_API void *crpm_aligned_alloc(size_t alignment, size_t size);
+/* NULL is ignored; a pointer that is not a live block of the heap is not
+ * freed (crpm_last_error says so). */
+CRPM_API void crpm_free(void *p);
+/* Bytes usable at p (at least what was asked for); 0 if p is not a block. */
+CRPM_API size_t crpm_malloc_usable_size(const void *p);
+/* Roots 0 .. CRPM_ROOTS-1 hold NULL or a pointer into the heap; saved and
+ * restored with it.  Errors: CRPM_ERR_RANGE (idx), CRPM_ERR_INVAL (p not in
+ * the heap), CRPM_ERR_STATE (no heap), CRPM_ERR_NOMEM. */
+CRPM_API int crpm_set_root(int idx, void *p);
+/* NULL when unset, out of range, or without a heap. */
+CRPM_API void *crpm_get_root(int idx);
+/* Usable bytes of the live blocks (0 without a heap). */
+CRPM_API size_t crpm_heap_used(void);
 
 #ifdef __cplusplus
 }

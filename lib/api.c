@@ -11,6 +11,7 @@
 
 #include "agree.h"
 #include "api_internal.h"
+#include "api_heap.h"
 #include "clock.h"
 #include "context.h"
 #include "crpm.h"
@@ -138,6 +139,7 @@ static void free_ctx(void)
     crpm_idindex_free(&ctx->name_ids);
     free(ctx);
     ctx = NULL;
+    crpm_heapctx_close();
 }
 
 /* ---- init ------------------------------------------------------------------ */
@@ -207,6 +209,8 @@ static void log_topology(void)
     fflush(stdout);
 }
 
+static int heap_protect(void);
+
 /* crpm_init and crpm_init_text: the configuration is the file, or `text`
  * (then config_file only names it in messages). */
 static int init_common(const char *config_file, const char *text, MPI_Comm comm)
@@ -274,6 +278,8 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
         rc = crpm_level_l4(&ctx->l4, &ctx->env, NULL);
     if (rc == 0)
         rc = crpm_stop_start(ctx);
+    if (rc == 0)
+        rc = crpm_heapctx_open(&ctx->cfg, config_file);
     rc = agree(rc, fn);
     if (rc == 0)
         rc = crpm_jobdir_finish_removal(ctx);
@@ -281,6 +287,8 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
         rc = crpm_layout_check(ctx);
     if (rc == 0)
         rc = crpm_restart(ctx);
+    if (rc == 0 && ctx->cfg.heap_size)
+        rc = agree(heap_protect(), fn);
     if (rc != 0) {
         report(rc, fn);
         free_ctx();
@@ -383,6 +391,19 @@ int crpm_protect_any(int id, void *ptr, int64_t count, crpm_type_t type, const c
     return CRPM_SUCCESS;
 }
 
+/* The heap, as the array every level saves (api_heap.h), protected anew
+ * when its extent changed. */
+static int heap_protect(void)
+{
+    crpm_array a;
+    if (!crpm_heap_array(&a))
+        return CRPM_SUCCESS;
+    int i = lookup(&ctx->array_ids, array_recs(), ctx->narrays, a.id);
+    if (i >= 0 && ctx->arrays[i].count == a.count)
+        return CRPM_SUCCESS;
+    return crpm_protect_any(a.id, a.ptr, (int64_t)a.count, CRPM_BYTE, "crpm_protect (the persistent heap)");
+}
+
 int crpm_set_name(int id, const char *name)
 {
     const char *fn = "crpm_set_name";
@@ -420,6 +441,26 @@ int crpm_status(void)
     return ctx->status;
 }
 
+/* The heap's size in the checkpoint to recover, its range made ready, and
+ * the heap array protected at that size for the read. */
+static int heap_before_recover(void)
+{
+    crpm_array saved, mine;
+    int handle, rc = CRPM_SUCCESS, have = crpm_heap_array(&mine);
+    if (!ctx->source->ops->stored)
+        return have ? crpm_error(CRPM_ERR_NOTSUP, "crpm_recover: the %s checkpoint does not describe its persistent "
+                                 "heap", ctx->source->ops->name) : CRPM_SUCCESS;
+    rc = ctx->source->ops->stored(ctx->source, CRPM_HEAP_ARRAY_ID, &saved, &handle);
+    if (rc == CRPM_ERR_MISMATCH && !have) /* neither has a heap */
+        rc = CRPM_SUCCESS;
+    else if (rc == CRPM_ERR_MISMATCH)
+        return crpm_error(CRPM_ERR_MISMATCH, "crpm_recover: the checkpoint was taken without a persistent heap, this "
+                          "run has one (heap_size in [basic]): restart it without");
+    else if (rc == 0)
+        rc = crpm_heapctx_prepare(crpm_array_bytes(&saved));
+    return rc == 0 && have ? heap_protect() : rc;
+}
+
 int crpm_recover(void)
 {
     const char *fn = "crpm_recover";
@@ -433,8 +474,12 @@ int crpm_recover(void)
     else if (!ctx->source)
         rc = crpm_error(CRPM_ERR_NOCKPT, "crpm_recover: no checkpoint of job '%s' to recover (fresh start)",
                         ctx->cfg.job_name);
-    else
-        rc = ctx->source->ops->read(ctx->source, ctx->arrays, ctx->narrays);
+    else {
+        rc = heap_before_recover();
+        if (rc == 0)
+            rc = ctx->source->ops->read(ctx->source, ctx->arrays, ctx->narrays);
+        rc = crpm_heapctx_recovered(rc);
+    }
     /* Status-based errors are the same on all ranks; engine ones are not. */
     rc = agree(rc, fn);
     if (rc != 0)
@@ -458,8 +503,8 @@ int crpm_recover(void)
 }
 
 /* The saved shape of array id in the checkpoint crpm_recover would read;
- * *handle for the level's read_one. */
-static int saved_array(int id, const char *fn, crpm_array *shape, int *handle)
+ * *handle for the level's read_one (when `to_read`, the level must have one). */
+static int saved_array(int id, const char *fn, int to_read, crpm_array *shape, int *handle)
 {
     if (!ctx)
         return crpm_error(CRPM_ERR_STATE, "%s(%d): call crpm_init first", fn, id);
@@ -469,7 +514,7 @@ static int saved_array(int id, const char *fn, crpm_array *shape, int *handle)
     if (!ctx->source)
         return crpm_error(CRPM_ERR_NOCKPT, "%s(%d): no checkpoint of job '%s' to read (fresh start)", fn, id,
                           ctx->cfg.job_name);
-    if (!ctx->source->ops->stored)
+    if (!ctx->source->ops->stored || (to_read && !ctx->source->ops->read_one))
         return crpm_error(CRPM_ERR_NOTSUP, "%s(%d): the checkpoint to recover is a %s checkpoint, which is read "
                           "whole: use crpm_recover", fn, id, ctx->source->ops->name);
     int rc = ctx->source->ops->stored(ctx->source, id, shape, handle);
@@ -483,10 +528,10 @@ int crpm_recover_var(int id)
 {
     const char *fn = "crpm_recover_var";
     crpm_array saved;
-    int handle, rc = saved_array(id, fn, &saved, &handle);
+    int handle, rc = saved_array(id, fn, 1, &saved, &handle);
     if (rc != 0)
         return report(rc, fn);
-    int i = lookup(&ctx->array_ids, array_recs(), ctx->narrays, id);
+    int i = id == CRPM_HEAP_ARRAY_ID ? -1 : lookup(&ctx->array_ids, array_recs(), ctx->narrays, id);
     if (i < 0)
         return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): protect array %d first", fn, id, id), fn);
     const crpm_array *a = &ctx->arrays[i];
@@ -513,7 +558,7 @@ int crpm_stored_size(int id, int64_t *bytes)
         return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): bytes is NULL", fn, id), fn);
     *bytes = 0;
     crpm_array saved;
-    int handle, rc = saved_array(id, fn, &saved, &handle);
+    int handle, rc = saved_array(id, fn, 0, &saved, &handle);
     if (rc != 0)
         return report(rc, fn);
     *bytes = (int64_t)crpm_array_bytes(&saved);
@@ -599,6 +644,8 @@ int crpm_checkpoint(int id, int level)
     crpm_stats_t st;
     memset(&st, 0, sizeof st);
     int committed = 0;
+    if (rc == 0 && ctx->cfg.heap_size)
+        rc = heap_protect(); /* the heap's extent as it is now */
     if (rc == 0) {
         ctx->ckpt_count++;
         rc = ctx->primary.ops->write(&ctx->primary, ctx->arrays, ctx->narrays, id, &st, &committed);

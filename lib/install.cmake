@@ -90,6 +90,7 @@ install(TARGETS crpm ${_crpm_internal} EXPORT crpmTargets
 # crpm_version.h once they exist).
 file(GLOB _crpm_headers ${PROJECT_SOURCE_DIR}/include/crpm*.h ${PROJECT_BINARY_DIR}/include/crpm*.h)
 install(FILES ${_crpm_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT C)
+install(FILES ${PROJECT_SOURCE_DIR}/include/crpm/allocator.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/crpm COMPONENT C)
 install(EXPORT crpmTargets NAMESPACE crpm:: DESTINATION ${CRPM_CMAKE_DIR} COMPONENT C)
 
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/crpmConfig.cmake.in [=[

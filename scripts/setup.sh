@@ -4,7 +4,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${CRPM_BUILD_DIR:-$here/build}
-pkgs=(libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libpmem-dev libinih-dev libisal-dev zlib1g-dev
+pkgs=(libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libpmem-dev libpmemobj-dev libinih-dev libisal-dev zlib1g-dev
       gfortran cmake pkg-config make gcc g++ python3 python3-matplotlib procps
       python3-mpi4py python3-numpy python3-venv python3-setuptools)
 

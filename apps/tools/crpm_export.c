@@ -6,6 +6,7 @@
  * report says which ranks came from one. */
 #include "container.h"
 #include "grow.h"
+#include "heap.h"
 #include "level4.h"
 
 #include <dirent.h>
@@ -22,7 +23,8 @@ static void usage(FILE *out)
           "Writes the committed checkpoint of the given rank containers\n"
           "(rank-<r>.crpm; a directory stands for all rank-*.crpm in it) into one\n"
           "HDF5 file with the level-4 layout: group /rank_<r> per rank, dataset\n"
-          "id_<id> per protected array with its native type, crc32 attributes.\n"
+          "id_<id> per protected array with its native type, crc32 attributes;\n"
+          "a rank's persistent heap is the byte dataset id_-2147483648.\n"
           "Copied to <glbl_dir>/<job>/l4-<id>.h5 it can serve as a level-4 restart\n"
           "when every rank is included.\n"
           "Level-3 parity containers (parity-<r>.crpm) are not rank data and are\n"
@@ -381,6 +383,12 @@ int main(int argc, char **argv)
                 if (in.v[i].kind == K_PARTNER)
                     printf("rank %d: from its partner copy %s (a mirror of its container)\n", (int)in.v[i].rank,
                            in.v[i].path);
+            for (int i = 0; i < in.n; i++)
+                for (int k = 0; k < in.v[i].nregions; k++)
+                    if (in.v[i].regions[k].id == CRPM_HEAP_ARRAY_ID)
+                        printf("rank %d: persistent heap, %llu bytes, as the byte dataset /rank_%d/id_%d\n",
+                               (int)in.v[i].rank, (unsigned long long)crpm_array_bytes(&in.v[i].regions[k]),
+                               (int)in.v[i].rank, (int)CRPM_HEAP_ARRAY_ID);
         }
     }
     for (int i = 0; i < in.n; i++) {

@@ -7,6 +7,7 @@
 #include "container.h"
 #include "fsutil.h"
 #include "grow.h"
+#include "heap.h"
 #include "level4.h"
 
 #include <dirent.h>
@@ -28,7 +29,8 @@ static void usage(FILE *out)
           "    every checksum (superblock, commit record, epoch metadata), after\n"
           "    its layout record (what the file is, the node layout, group_size\n"
           "    and l3_parity it was made under; a file named as the other kind\n"
-          "    fails);\n"
+          "    fails); its persistent heap if it has one (size, address, used\n"
+          "    bytes, roots, allocator invariants checked);\n"
           "  partner copy (partner-<r>.crpm, level 2): the same, labelled as the\n"
           "    copy of rank r's container that this node holds for it;\n"
           "  parity container (parity-<r>.crpm, level 3): the same, labelled with\n"
@@ -124,6 +126,58 @@ static int label_parity(const char *path, int holder, FILE *out)
     return CRPM_SUCCESS;
 }
 
+/* The persistent heap a container holds (the array CRPM_HEAP_ARRAY_ID):
+ * its extent, address, used bytes and roots, the allocator's invariants
+ * checked on a copy.  Nothing when it has none. */
+static int report_heap(const char *path, FILE *out)
+{
+    crpm_open_opts o = {.path = path, .read_only = 1};
+    crpm_container *c;
+    if (crpm_format_open(&o, &c, NULL) != CRPM_SUCCESS || crpm_container_snapshot(c) != CRPM_SUCCESS)
+        return CRPM_SUCCESS; /* the container report said why */
+    int idx = -1, rc = CRPM_SUCCESS;
+    crpm_array a;
+    for (int i = 0; i < crpm_container_nregions(c) && idx < 0; i++)
+        if (crpm_container_region(c, i, &a) == CRPM_SUCCESS && a.id == CRPM_HEAP_ARRAY_ID)
+            idx = i;
+    uint64_t bytes = idx >= 0 ? crpm_array_bytes(&a) : 0;
+    char *copy = bytes ? aligned_alloc(CRPM_HEAP_PAGE, (bytes + CRPM_HEAP_PAGE - 1) / CRPM_HEAP_PAGE * CRPM_HEAP_PAGE)
+                       : NULL;
+    crpm_heap *h = NULL;
+    if (idx < 0) {
+        /* no heap in this checkpoint */
+    } else if (!bytes) {
+        if (out)
+            fprintf(out, "heap:           configured, nothing allocated (array %d)\n", (int)CRPM_HEAP_ARRAY_ID);
+    } else if (!copy) {
+        rc = crpm_error(CRPM_ERR_NOMEM, "out of memory for the heap's %llu bytes", (unsigned long long)bytes);
+    } else if ((rc = crpm_container_read_region(c, idx, copy)) == CRPM_SUCCESS &&
+               (rc = crpm_heap_attach(&h, copy, bytes, CRPM_HEAP_MAX_BYTES, 0, NULL, NULL)) == CRPM_SUCCESS) {
+        crpm_heap_info in;
+        crpm_heap_get_info(h, &in);
+        rc = crpm_heap_check(h, NULL);
+        if (out) {
+            fprintf(out, "heap:           %llu bytes saved of the persistent heap at %#llx (array %d), %llu arenas "
+                    "of %llu bytes\n", (unsigned long long)in.extent, (unsigned long long)in.base,
+                    (int)CRPM_HEAP_ARRAY_ID, (unsigned long long)in.arenas, (unsigned long long)in.arena_bytes);
+            fprintf(out, "heap used:      %llu bytes in %llu blocks; allocator state %s\n",
+                    (unsigned long long)in.used, (unsigned long long)in.blocks,
+                    rc == CRPM_SUCCESS ? "consistent" : crpm_last_error());
+            int n = 0;
+            for (int i = 0; i < CRPM_HEAP_ROOTS; i++)
+                if (in.roots[i])
+                    fprintf(out, "%s%d = %#llx", n++ ? ", " : "heap roots:     ", i, (unsigned long long)in.roots[i]);
+            fprintf(out, n ? "\n" : "heap roots:     none set\n");
+        }
+        crpm_heap_close(h);
+    }
+    if (rc != CRPM_SUCCESS && out)
+        fprintf(out, "heap:           INVALID: %s\n", crpm_last_error());
+    free(copy);
+    crpm_format_close(c);
+    return rc;
+}
+
 static const char *base_name(const char *path)
 {
     const char *b = strrchr(path, '/');
@@ -184,6 +238,8 @@ static int inspect_one(const char *path, FILE *out, int verify)
             rc = crpm_inspect_file_verify(path, sink ? sink : stdout, verify);
             if (sink && sink != out)
                 fclose(sink);
+            if (rc == CRPM_SUCCESS && holder < 0)
+                rc = report_heap(path, out);
         }
     }
     if (rc != CRPM_SUCCESS)

@@ -218,3 +218,27 @@ void crpm_full_remove(const char *dir, int rank)
     struct rm p = {dir, rank};
     each_file(dir, rank, remove_one, &p);
 }
+
+int crpm_full_stored(const char *dir, int rank, uint64_t id, int32_t want, crpm_array *shape)
+{
+    char path[4096];
+    crpm_name_full(path, sizeof path, dir, rank, id, 0);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return crpm_error(CRPM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    uLong crc = crc32_z(0, NULL, 0);
+    struct full_hdr h;
+    int rc = read_all(fd, &h, sizeof h, &crc, path), found = 0;
+    if (rc == 0 && (memcmp(h.magic, FULL_MAGIC, 8) != 0 || h.id != id))
+        rc = crpm_error(CRPM_ERR_FORMAT, "%s is not a full checkpoint of id %llu", path, (unsigned long long)id);
+    for (uint64_t i = 0; rc == 0 && !found && i < h.nregions && i < (1u << 24); i++) {
+        struct full_reg fr;
+        rc = read_all(fd, &fr, sizeof fr, &crc, path);
+        if (rc == 0 && fr.id == want) {
+            *shape = (crpm_array){fr.id, fr.type_code, fr.elem_size, fr.count, NULL, NULL, NULL};
+            found = 1;
+        }
+    }
+    close(fd);
+    return rc ? rc : found ? CRPM_SUCCESS : crpm_error(CRPM_ERR_MISMATCH, "array %d is not in the checkpoint", want);
+}

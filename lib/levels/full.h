@@ -21,6 +21,9 @@ void crpm_full_newest(const char *dir, int rank, int64_t ids[2]);
 void crpm_full_prune(const char *dir, int rank, uint64_t keep);
 /* Reads checkpoint `id` into the arrays; ids and sizes must match. */
 int crpm_full_read(const char *dir, int rank, uint64_t id, int nregions, const crpm_array *r);
+/* The shape of array `want` in checkpoint `id` (ptr NULL; the file's
+ * checksum is checked by the read); CRPM_ERR_MISMATCH when it has none. */
+int crpm_full_stored(const char *dir, int rank, uint64_t id, int32_t want, crpm_array *shape);
 /* Removes all of this rank's full checkpoint files. */
 void crpm_full_remove(const char *dir, int rank);
 #endif

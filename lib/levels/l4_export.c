@@ -169,4 +169,35 @@ int crpm_l4_verify_file(const char *path, FILE *out)
     return rc;
 }
 
+/* One saved array's shape, read serially (every rank may open the file). */
+static int l4_stored(const char *path, int rank, int32_t id, crpm_array *shape)
+{
+    hid_t f = -1, g = -1, ds = -1;
+    char gname[64], dname[64], where[L4_PATH_MAX + 128];
+    snprintf(gname, sizeof gname, "rank_%d", rank);
+    snprintf(dname, sizeof dname, "id_%d", (int)id);
+    snprintf(where, sizeof where, "%s: %s/%s", path, gname, dname);
+    int rc = l4_open_serial(path, &f);
+    if (rc == CRPM_SUCCESS && (g = H5Gopen2(f, gname, H5P_DEFAULT)) < 0)
+        rc = crpm_error(CRPM_ERR_CORRUPT, "%s: no group %s", path, gname);
+    if (rc == CRPM_SUCCESS && (H5Lexists(g, dname, H5P_DEFAULT) <= 0 || (ds = H5Dopen2(g, dname, H5P_DEFAULT)) < 0))
+        rc = crpm_error(CRPM_ERR_MISMATCH, "array %d is not in the checkpoint", (int)id);
+    l4_saved sv;
+    if (rc == CRPM_SUCCESS && (rc = l4_read_saved(ds, where, &sv)) == CRPM_SUCCESS)
+        *shape = (crpm_array){id, sv.type_code, sv.elem_size, sv.count, NULL, NULL, NULL};
+    l4_close_id(&ds, H5Dclose);
+    l4_close_id(&g, H5Gclose);
+    l4_close_id(&f, H5Fclose);
+    return rc;
+}
+
+int crpm_l4_stored(const char *path, int rank, int32_t id, crpm_array *shape)
+{
+    l4_quiet q;
+    l4_quiet_begin(&q);
+    int rc = l4_stored(path, rank, id, shape);
+    l4_quiet_end(&q);
+    return rc;
+}
+
 #endif /* CRPM_HAVE_HDF5 */

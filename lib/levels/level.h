@@ -54,8 +54,8 @@ typedef struct crpm_level_ops {
     /* Reads the checkpoint chosen at restart into the arrays. */
     int (*read)(crpm_level *lv, const crpm_array *a, int n);
     /* One saved array of the checkpoint to read: its shape (*shape, ptr
-     * NULL) and a handle for read_one.  NULL: the level reads only whole
-     * checkpoints. */
+     * NULL) and a handle for read_one (CRPM_ERR_MISMATCH: not saved).
+     * read_one NULL: the level reads only whole checkpoints. */
     int (*stored)(crpm_level *lv, int32_t id, crpm_array *shape, int *handle);
     int (*read_one)(crpm_level *lv, int handle, void *dst);
     /* The primary level committed (CRPM_EV_COMMITTED, after every rank did)

@@ -65,6 +65,10 @@ int crpm_l4_read(MPI_Comm comm, const char *path, int nregions, const crpm_array
 
 /* ---- serial helpers (tools; no MPI needed) ----------------------------- */
 
+/* The shape of rank `rank`'s array `id` in the file (ptr NULL);
+ * CRPM_ERR_MISMATCH when it has none. */
+int crpm_l4_stored(const char *path, int rank, int32_t id, crpm_array *shape);
+
 /* One rank's regions for crpm_l4_export(); ptr of the regions is unused. */
 typedef struct crpm_l4_rank {
     int32_t rank;

@@ -36,6 +36,16 @@ static int full_read(crpm_level *lv, const crpm_array *a, int n)
     return crpm_full_read(lv->env->job_dir, lv->env->rank, (uint64_t)id, n, a);
 }
 
+/* Shapes only: full files are read whole (no read_one). */
+static int full_stored(crpm_level *lv, int32_t id, crpm_array *shape, int *handle)
+{
+    int64_t rid = ((full_state *)lv->state)->restart_id;
+    *handle = -1;
+    if (rid < 0)
+        return crpm_error(CRPM_ERR_NOCKPT, "no full checkpoint to read");
+    return crpm_full_stored(lv->env->job_dir, lv->env->rank, (uint64_t)rid, id, shape);
+}
+
 static int full_remove(crpm_level *lv)
 {
     crpm_full_remove(lv->env->job_dir, lv->env->rank);
@@ -49,6 +59,7 @@ static const crpm_level_ops full_ops = {
     .write = full_write,
     .committed = full_committed,
     .read = full_read,
+    .stored = full_stored,
     .remove = full_remove,
     .close = full_close,
 };

@@ -38,6 +38,16 @@ static int l4_read(crpm_level *lv, const crpm_array *a, int n)
     return crpm_l4_read(lv->env->comm, s->restart_path, n, a);
 }
 
+/* Shapes only: level 4 is read whole (no read_one). */
+static int l4_stored_op(crpm_level *lv, int32_t id, crpm_array *shape, int *handle)
+{
+    l4_state *s = lv->state;
+    *handle = -1;
+    if (!s->restart_path[0])
+        return crpm_error(CRPM_ERR_NOCKPT, "no level-4 checkpoint to read");
+    return crpm_l4_stored(s->restart_path, lv->env->rank, id, shape);
+}
+
 /* glbl_dir is shared: rank 0 removes the job's files for everyone. */
 static int l4_remove(crpm_level *lv)
 {
@@ -69,6 +79,7 @@ static const crpm_level_ops l4_ops = {
     .name = "L4",
     .write = l4_write,
     .read = l4_read,
+    .stored = l4_stored_op,
     .remove = l4_remove,
     .close = l4_close,
 };

@@ -25,9 +25,10 @@
 enum key_id {
     K_CKPT_DIR, K_JOB_NAME, K_CKPT_INTERVAL, K_CKPT_INTERVAL_S, K_KEEP_LAST_CKPT, K_VERBOSITY,
     K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4, K_MTBF_S, K_MTBF_L4_S, K_NODE_SIZE, K_CKPT_INTERVAL_L2,
-    K_CKPT_INTERVAL_L3, K_GROUP_SIZE, K_L3_PARITY, K_END_TIME, K_END_TIME_SAFETY, K_EXIT_SIGNAL,
+    K_CKPT_INTERVAL_L3, K_GROUP_SIZE, K_L3_PARITY, K_HEAP_SIZE, K_END_TIME, K_END_TIME_SAFETY, K_EXIT_SIGNAL,
     K_SEGMENT_SIZE, K_BLOCK_SIZE, K_PERSISTENCE, K_METHOD, K_CHANGE_TRACKING,
     K_LOCK_WAIT_S, K_ON_UNRECOVERABLE, K_HUGE_PAGES,
+    K_HEAP_BASE, /* persistent heap (docs/heap.md) */
     K_COUNT
 };
 
@@ -50,6 +51,7 @@ static const struct key_desc {
     [K_CKPT_INTERVAL_L3] = {"basic", "ckpt_interval_l3"},
     [K_GROUP_SIZE] = {"basic", "group_size"},
     [K_L3_PARITY] = {"basic", "l3_parity"},
+    [K_HEAP_SIZE] = {"basic", "heap_size"},
     [K_END_TIME] = {"basic", "end_time"},
     [K_END_TIME_SAFETY] = {"basic", "end_time_safety"},
     [K_EXIT_SIGNAL] = {"basic", "exit_signal"},
@@ -61,6 +63,7 @@ static const struct key_desc {
     [K_LOCK_WAIT_S] = {"advanced", "lock_wait_s"},
     [K_ON_UNRECOVERABLE] = {"advanced", "on_unrecoverable"},
     [K_HUGE_PAGES] = {"advanced", "huge_pages"},
+    [K_HEAP_BASE] = {"advanced", "heap_base"},
 };
 
 typedef struct parse_ctx {
@@ -81,6 +84,7 @@ void crpm_config_defaults(crpm_config *cfg)
     cfg->persistence = CRPM_PERSIST_AUTO;
     cfg->lock_wait_s = 5;
     cfg->end_time_safety = 2;
+    cfg->heap_base = CRPM_HEAP_BASE_DEFAULT;
 }
 
 static int parse_long(const char *v, long lo, long hi, long *out)
@@ -131,6 +135,7 @@ static int parse_size(const char *v, uint64_t *out)
         case 'K': shift = 10; break;
         case 'M': shift = 20; break;
         case 'G': shift = 30; break;
+        case 'T': shift = 40; break;
         default: return -1;
         }
         end++;
@@ -238,6 +243,11 @@ static int set_basic(crpm_config *cfg, int k, const char *value, const char **wa
         cfg->verbosity = (int)l;
         *want = "0, 1, 2 or 3";
         break;
+    case K_HEAP_SIZE: /* whole arenas of the heap (4 MiB) */
+        ok = parse_size(value, &cfg->heap_size) == 0 && cfg->heap_size <= CRPM_HEAP_SIZE_MAX;
+        cfg->heap_size = (cfg->heap_size + (4u << 20) - 1) & ~(uint64_t)((4u << 20) - 1);
+        *want = "bytes up to 1T (suffix K, M, G or T; 0 = no heap)";
+        break;
     case K_END_TIME:
         cfg->end_time = 0;
         ok = !*value || crpm_stop_parse_time(value, &cfg->end_time) == 0;
@@ -312,6 +322,15 @@ static int set_advanced(crpm_config *cfg, int k, const char *value, const char *
             ok = 0;
         *want = "differential or full";
         break;
+    case K_HEAP_BASE: {
+        char *end;
+        errno = 0;
+        unsigned long long b = strtoull(value, &end, 0);
+        ok = !errno && end != value && !*end && b && !(b & ((4u << 20) - 1)) && b < (1ull << 47);
+        cfg->heap_base = b;
+        *want = "an address that is a multiple of 4 MiB below 2^47, e.g. 0x10000000000";
+        break;
+    }
     case K_CHANGE_TRACKING:
         if (strcmp(value, "compare") == 0)
             cfg->change_tracking = 0;
@@ -416,6 +435,10 @@ int crpm_config_parse(const char *text, const char *name, crpm_config *cfg)
     if (cfg->l3_parity > cfg->group_size / 2)
         return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: l3_parity %ld exceeds group_size / 2 (group_size %ld)",
                           name, ctx.key_line[K_L3_PARITY], cfg->l3_parity, cfg->group_size);
+    if (cfg->heap_size && cfg->heap_base + cfg->heap_size > (1ull << 47))
+        return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: heap_size %llu at heap_base %#llx ends beyond the "
+                          "user address space (2^47)", name, ctx.key_line[K_HEAP_SIZE],
+                          (unsigned long long)cfg->heap_size, (unsigned long long)cfg->heap_base);
     if (cfg->segment_size && cfg->block_size && cfg->block_size > cfg->segment_size)
         return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: block_size %llu exceeds segment_size %llu", name,
                           ctx.key_line[K_BLOCK_SIZE], (unsigned long long)cfg->block_size,

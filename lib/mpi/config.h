@@ -28,6 +28,7 @@ typedef struct crpm_config {
     int keep_last_ckpt;                 /* 1: finalize leaves the checkpoints */
     int keep_l4;                        /* level-4 files kept (newest first) */
     int verbosity;                      /* 0 quiet .. 3 debug */
+    uint64_t heap_size;                 /* persistent heap: bytes reserved; 0 = no heap */
     double end_time;                    /* end of the allocation, Unix seconds; 0 = not given */
     int end_time_env;                   /* 1: end_time came from CRPM_END_TIME */
     double end_time_safety;             /* final checkpoint's measured cost x this = stop margin */
@@ -41,11 +42,22 @@ typedef struct crpm_config {
     double lock_wait_s;                 /* how long init waits for another process's locks */
     int on_unrecoverable_fresh;         /* 1: start fresh when no checkpoint can be used */
     int huge_pages;                     /* 1: recovery advises huge pages on the arrays it fills */
+    uint64_t heap_base;                 /* persistent heap: its fixed address */
 } crpm_config;
 
 /* method = full writes FTI-level-1-style full files (lib/levels/full.c): the
  * baseline the differential engine is benchmarked against. */
 enum { CRPM_METHOD_DIFFERENTIAL = 0, CRPM_METHOD_FULL = 1 };
+
+/* The persistent heap's default address (the research libcrpm's; with
+ * AddressSanitizer, which keeps that range for itself, 80 TiB) and the most
+ * it may reserve. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CRPM_HEAP_BASE_DEFAULT 0x500000000000ull
+#else
+#define CRPM_HEAP_BASE_DEFAULT 0x10000000000ull
+#endif
+#define CRPM_HEAP_SIZE_MAX (1ull << 40)
 
 /* Defaults for every key. */
 void crpm_config_defaults(crpm_config *cfg);

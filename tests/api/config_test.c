@@ -210,6 +210,18 @@ int main(int argc, char **argv)
     unsetenv("CRPM_CKPT_DIR");
     unsetenv("CRPM_JOB_NAME");
 
+    /* persistent heap: off by default, sizes rounded to whole 4-MiB arenas */
+    CHECK(parse("[basic]\nckpt_dir = /d\n", &c) == 0 && c.heap_size == 0 && c.heap_base == CRPM_HEAP_BASE_DEFAULT);
+    CHECK(parse("[basic]\nckpt_dir = /d\nheap_size = 16G\n[advanced]\nheap_base = 0x20000000000\n", &c) == 0);
+    CHECK(c.heap_size == 16ull << 30 && c.heap_base == 0x20000000000ull);
+    CHECK(parse("[basic]\nckpt_dir = /d\nheap_size = 1T\n", &c) == 0 && c.heap_size == 1ull << 40);
+    CHECK(parse("[basic]\nckpt_dir = /d\nheap_size = 5M\n", &c) == 0 && c.heap_size == 8ull << 20);
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nheap_size = 2T\n", "bad value '2T' for heap_size"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\n[advanced]\nheap_base = 0x10000001000\n", "multiple of 4 MiB"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\n[advanced]\nheap_base = 0\n", "for heap_base"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nheap_size = 1T\n[advanced]\nheap_base = 0x7f8000000000\n",
+                     "beyond the user address space"));
+
     if (argc > 1)
         check_examples(argv[1]);
     char *text = NULL;
