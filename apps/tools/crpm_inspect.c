@@ -133,8 +133,12 @@ static int report_heap(const char *path, FILE *out)
 {
     crpm_open_opts o = {.path = path, .read_only = 1};
     crpm_container *c;
-    if (crpm_format_open(&o, &c, NULL) != CRPM_SUCCESS || crpm_container_snapshot(c) != CRPM_SUCCESS)
+    if (crpm_format_open(&o, &c, NULL) != CRPM_SUCCESS)
         return CRPM_SUCCESS; /* the container report said why */
+    if (crpm_container_snapshot(c) != CRPM_SUCCESS) {
+        crpm_format_close(c);
+        return CRPM_SUCCESS;
+    }
     int idx = -1, rc = CRPM_SUCCESS;
     crpm_array a;
     for (int i = 0; i < crpm_container_nregions(c) && idx < 0; i++)
