@@ -60,7 +60,7 @@ from crpmtest import check, tail  # noqa: E402
 
 L.configure(4, 1)
 TIMEOUT = 60
-STATUS = {"fresh": 0, "l1": 1, "l4": 2, "l2": 3, "l3": 5}
+STATUS = {"fresh": 0, "l1": 1, "l2": 2, "l3": 3, "l4": 4}  # CRPM_STATUS_Ln == n
 ERR_CORRUPT = "checkpoint data is corrupt (checksum mismatch)"
 ERR_MISSING = "some ranks have no checkpoint container for this job"
 ERR_REMOTE = "the operation failed on another rank"
