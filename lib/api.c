@@ -14,12 +14,14 @@
 #include "api_heap.h"
 #include "clock.h"
 #include "context.h"
+#include "coordinate.h"
 #include "crpm.h"
 #include "error.h"
 #include "grow.h"
 #include "jobdir.h"
 #include "layout.h"
 #include "reserved_ids.h"
+#include "level_table.h"
 #include "restart.h"
 #include "schedule.h"
 #include "stop.h"
@@ -86,43 +88,13 @@ static void fmt_size(char *buf, size_t n, double b)
     snprintf(buf, n, u ? "%.2f %s" : "%.0f %s", b, unit[u]);
 }
 
-/* Level 3's groups when the job can have them; otherwise why not (an
- * error only when the configuration asks for level-3 checkpoints). */
-static int layout_l3(const char *config_file)
-{
-    int rc = CRPM_SUCCESS;
-    if (ctx->cfg.method != CRPM_METHOD_DIFFERENTIAL)
-        snprintf(ctx->l3_why, sizeof ctx->l3_why, "level 3 needs method = differential");
-    else if (ctx->topo.nnodes < 2)
-        snprintf(ctx->l3_why, sizeof ctx->l3_why, "level 3 needs at least two nodes, the job has one (%d ranks%s)",
-                 ctx->nranks, ctx->cfg.node_size ? "; see node_size" : " on one host; node_size groups ranks into nodes");
-    else {
-        rc = crpm_topology_l3(ctx->comm, &ctx->topo, (int)ctx->cfg.group_size, (int)ctx->cfg.l3_parity,
-                              &ctx->l3_groups, &ctx->l3_members);
-        if (rc == CRPM_ERR_CONFIG) {
-            snprintf(ctx->l3_why, sizeof ctx->l3_why, "%s", crpm_last_error());
-            crpm_error_clear();
-            rc = CRPM_SUCCESS;
-        }
-    }
-    if (rc == 0 && ctx->cfg.ckpt_interval_l3 > 0 && !ctx->l3_groups)
-        rc = crpm_error(CRPM_ERR_CONFIG, "config %s: ckpt_interval_l3: %s", config_file ? config_file : "(none)",
-                        ctx->l3_why);
-    return rc;
-}
-
 static void free_ctx(void)
 {
     if (!ctx)
         return;
     crpm_stop_end(ctx);
     crpm_global_free(ctx); /* global layout, reshaped restart (api_global.c) */
-    crpm_level_close(&ctx->l2);
-    crpm_level_close(&ctx->l3);
-    free(ctx->l3_groups);
-    free(ctx->l3_members);
-    crpm_level_close(&ctx->primary);
-    crpm_level_close(&ctx->l4);
+    crpm_coord_close(ctx);
     crpm_jobdir_unlock(ctx, 0);
     crpm_topology_free(&ctx->topo);
     if (ctx->comm != MPI_COMM_NULL) {
@@ -245,19 +217,10 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
     int rc = load_config(config_file, text);
     if (rc == 0)
         rc = crpm_testhook_parse(ctx);
-#ifndef CRPM_HAVE_HDF5
-    if (rc == 0 && ctx->cfg.ckpt_interval_l4 > 0)
-        rc = crpm_error(CRPM_ERR_NOTSUP, "config %s: ckpt_interval_l4 needs level-4 (HDF5) support, which this "
-                        "build of libcrpm lacks", config_file ? config_file : "(none)");
-#endif
     if (rc == 0)
         rc = crpm_topology_build(ctx->comm, ctx->cfg.node_size, &ctx->topo);
-    if (rc == 0 && ctx->cfg.ckpt_interval_l2 > 0 && ctx->topo.nnodes < 2)
-        rc = crpm_error(CRPM_ERR_CONFIG, "config %s: ckpt_interval_l2 needs at least two nodes for partner copies, "
-                        "the job has one (%d ranks%s)", config_file ? config_file : "(none)", ctx->nranks,
-                        ctx->cfg.node_size ? "; see node_size" : " on one host; node_size groups ranks into nodes");
     if (rc == 0)
-        rc = layout_l3(config_file);
+        rc = crpm_coord_prepare(ctx, config_file); /* which levels the job can have */
     if (rc == 0)
         crpm_layout_of_run(ctx);
     if (rc == 0)
@@ -272,10 +235,9 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
         .job_dir = ctx->job_dir,
         .glbl_dir = ctx->cfg.glbl_dir,
         .keep_l4 = ctx->cfg.keep_l4,
+        .verbosity = ctx->cfg.verbosity,
         .layout = &ctx->layout,
     };
-    if (rc == 0)
-        rc = crpm_level_l4(&ctx->l4, &ctx->env, NULL);
     if (rc == 0)
         rc = crpm_stop_start(ctx);
     if (rc == 0)
@@ -379,7 +341,7 @@ int crpm_protect_any(int id, void *ptr, int64_t count, crpm_type_t type, const c
     int rc = ops && ops->protect ? ops->protect(&ctx->primary, &a) : CRPM_SUCCESS;
     if (rc != 0)
         return report(rc, fn);
-    crpm_container *c = crpm_level_l1_container(&ctx->primary);
+    crpm_container *c = ops && ops->container ? ops->container(&ctx->primary) : NULL;
     const char *why = c && ctx->cfg.change_tracking ? crpm_container_untracked_reason(c, id) : NULL;
     if (why && ctx->cfg.verbosity >= 2)
         printf("[crpm rank %d] array %d is compared whole, not tracked: %s\n", ctx->rank, id, why);
@@ -579,10 +541,12 @@ static void add_stats(const crpm_stats_t *st)
     ctx->total.bytes_sent += st->bytes_sent;
 }
 
-/* A level-4 checkpoint writes every protected byte to glbl_dir after the
- * level-1 checkpoint: both parts are reported. */
+/* A checkpoint at a level that writes after the commit (level 4: every
+ * protected byte to glbl_dir) reports both parts. */
 static void log_checkpoint(int id, int level, const crpm_stats_t *st)
 {
+    const crpm_follower *f = crpm_coord_find(ctx, level);
+    const crpm_level_row *row = f ? f->row : NULL;
     double sum[3] = {(double)st->bytes_written, (double)st->protected_bytes, (double)st->bytes_sent}, tsum[3],
            tmax[3];
     if (MPI_Allreduce(sum, tsum, 3, MPI_DOUBLE, MPI_SUM, ctx->comm) == MPI_SUCCESS &&
@@ -593,16 +557,15 @@ static void log_checkpoint(int id, int level, const crpm_stats_t *st)
         crpm_fmt_secs(t, sizeof t, tmax[0]);
         crpm_fmt_secs(t4, sizeof t4, tmax[1]);
         double pct = tsum[1] > 0 ? 100.0 * tsum[0] / tsum[1] : 0.0;
-        if (level == CRPM_L4)
-            printf("[crpm] checkpoint %d (L4): %s written to level 4 in %s; level 1: %s written of %s protected "
-                   "(%.1f%%) in %s\n", id, p, t4, w, p, pct, t);
-        else if (level == CRPM_L2 || level == CRPM_L3) {
+        if (row && row->stage == CRPM_STAGE_AFTER)
+            printf("[crpm] checkpoint %d (L%d): %s written to level %d in %s; level 1: %s written of %s protected "
+                   "(%.1f%%) in %s\n", id, level, p, level, t4, w, p, pct, t);
+        else if (row && row->sent_to) {
             char sent[32];
             fmt_size(sent, sizeof sent, tsum[2]);
             crpm_fmt_secs(tr, sizeof tr, tmax[2]);
             printf("[crpm] checkpoint %d (L%d): %s written of %s protected (%.1f%%), %s sent to %s nodes, in "
-                   "%s (level %d part %s)\n", id, level, w, p, pct, sent, level == CRPM_L2 ? "partner" : "parity", t,
-                   level, tr);
+                   "%s (level %d part %s)\n", id, level, w, p, pct, sent, row->sent_to, t, level, tr);
         } else
             printf("[crpm] checkpoint %d (L%d): %s written of %s protected (%.1f%%) in %s\n", id, level, w, p, pct,
                    t);
@@ -615,104 +578,24 @@ int crpm_checkpoint(int id, int level)
     const char *fn = "crpm_checkpoint";
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: call crpm_init first"), fn);
-    double t0 = crpm_now();
-    int rc = CRPM_SUCCESS;
-    if (ctx->broken)
-        rc = crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: an earlier failed checkpoint left the container in an "
-                        "unknown state; restart the application");
-    else if (level != CRPM_L1 && level != CRPM_L2 && level != CRPM_L3 && level != CRPM_L4)
-        rc = crpm_error(CRPM_ERR_INVAL, "crpm_checkpoint(%d): level %d is not CRPM_L1, CRPM_L2, CRPM_L3 or CRPM_L4",
-                        id, level);
-    else if (level == CRPM_L3 && !ctx->l3.ops)
-        rc = crpm_error(CRPM_ERR_CONFIG, "crpm_checkpoint(%d): %s", id,
-                        ctx->l3_why[0] ? ctx->l3_why : "level 3 is not available");
-    else if (level == CRPM_L2 && !ctx->l2.ops)
-        rc = crpm_error(CRPM_ERR_CONFIG, "crpm_checkpoint(%d): level 2 needs %s", id,
-                        ctx->cfg.method != CRPM_METHOD_DIFFERENTIAL
-                            ? "method = differential"
-                            : "at least two nodes for partner copies (node_size groups ranks into nodes)");
-#ifndef CRPM_HAVE_HDF5
-    else if (level == CRPM_L4)
-        rc = crpm_error(CRPM_ERR_NOTSUP, "crpm_checkpoint(%d): level 4 needs HDF5 support, which this build of "
-                        "libcrpm lacks", id);
-#endif
-    else if (level == CRPM_L4 && !ctx->cfg.glbl_dir[0])
-        rc = crpm_error(CRPM_ERR_CONFIG, "crpm_checkpoint(%d): level 4 needs glbl_dir in [basic]", id);
-
+    double t0 = crpm_now(), t_commit = 0;
+    int rc = ctx->broken ? crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: an earlier failed checkpoint left the "
+                                      "container in an unknown state; restart the application")
+                         : crpm_coord_ready(ctx, id, level);
     if (rc == 0)
         rc = crpm_global_before_checkpoint(ctx); /* the layout region is current (api_global.c) */
-    crpm_stats_t st;
-    memset(&st, 0, sizeof st);
-    int committed = 0;
     if (rc == 0 && ctx->cfg.heap_size)
         rc = heap_protect(); /* the heap's extent as it is now */
-    if (rc == 0) {
-        ctx->ckpt_count++;
-        rc = ctx->primary.ops->write(&ctx->primary, ctx->arrays, ctx->narrays, id, &st, &committed);
-    }
-    /* Checks, with the commit agreement, that all ranks passed the same id
-     * and level; the reduction is the barrier "every rank has committed". */
-    int64_t args[4] = {id, -(int64_t)id, level, -(int64_t)level};
-    rc = crpm_agree_ext(ctx->comm, ctx->rank, rc, fn, args, 4);
-    if (rc == 0 && (args[0] != -args[1] || args[2] != -args[3]))
-        rc = crpm_error(CRPM_ERR_INVAL, "crpm_checkpoint: ranks passed different ids (%lld..%lld) or levels "
-                        "(%lld..%lld)", (long long)args[0], (long long)-args[1], (long long)args[2],
-                        (long long)-args[3]);
-    int l2_evented = 0, l2_written = 0, l3_written = 0;
-    double t_red = crpm_now();
-    if (rc == 0 && ctx->l2.ops) {
-        ctx->l2.ops->event(&ctx->l2, CRPM_EV_COMMITTED);
-        l2_evented = 1;
-    }
-    if (rc == 0 && level == CRPM_L2) {
-        /* the epoch commits only when every partner copy has too */
-        l2_written = 1;
-        int c2 = 0;
-        rc = agree(ctx->l2.ops->write(&ctx->l2, ctx->arrays, ctx->narrays, id, &st, &c2),
-                   "crpm_checkpoint (level 2)");
-        if (rc != 0 && ctx->l2.ops->undo(&ctx->l2) != 0)
-            ctx->broken = 1;
-    }
-    if (rc == 0 && level == CRPM_L3) {
-        /* the epoch commits only when every parity container has too */
-        l3_written = 1;
-        int c3 = 0;
-        rc = agree(ctx->l3.ops->write(&ctx->l3, ctx->arrays, ctx->narrays, id, &st, &c3),
-                   "crpm_checkpoint (level 3)");
-        if (rc != 0 && ctx->l3.ops->undo(&ctx->l3) != 0)
-            ctx->broken = 1;
-    }
-    t_red = crpm_now() - t_red;
-    if (rc != 0) {
-        /* Keep the ranks on one committed checkpoint. */
-        if (committed && ctx->primary.ops->undo && ctx->primary.ops->undo(&ctx->primary) != 0)
-            ctx->broken = 1;
-        if (committed && l2_evented)
-            ctx->l2.ops->event(&ctx->l2, CRPM_EV_UNDONE);
+    crpm_stats_t st;
+    memset(&st, 0, sizeof st);
+    rc = crpm_coord_checkpoint(ctx, id, level, rc, &st, &t_commit);
+    if (!t_commit)
         return report(rc, fn);
-    }
-    if (l2_written)
-        ctx->l2.ops->committed(&ctx->l2, id);
-    if (l3_written)
-        ctx->l3.ops->committed(&ctx->l3, id);
-    if (committed)
-        ctx->env.epoch++;
-    if (ctx->primary.ops->committed)
-        ctx->primary.ops->committed(&ctx->primary, id);
-    ctx->source = &ctx->primary;
-    ctx->last_id = (uint64_t)(int64_t)id;
-    ctx->iters_since = 0;
-    crpm_global_committed(ctx, level); /* an older rank count's files may go now (api_global.c) */
-    double t_l1 = crpm_now();
-    if (level == CRPM_L4) {
-        int l4c = 0;
-        rc = ctx->l4.ops->write(&ctx->l4, ctx->arrays, ctx->narrays, id, &st, &l4c);
-        rc = agree(rc, "crpm_checkpoint (level 4)");
-    }
+    /* an older rank count's files may go now (api_global.c); level 4 counts only if it committed */
+    crpm_global_committed(ctx, rc == 0 ? level : CRPM_L1);
     double t1 = crpm_now();
-    ctx->cost[0] = t_l1 - t0;
-    ctx->cost[1] = t1 - t_l1;
-    ctx->cost[2] = t_red;
+    ctx->cost[0] = t_commit - t0;
+    ctx->cost[1] = t1 - t_commit;
     st.seconds = t1 - t0;
     st.checkpoints = 1;
     crpm_stop_record(ctx, level, t1 - t0);

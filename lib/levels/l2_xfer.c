@@ -11,6 +11,7 @@
 #include "error.h"
 #include "fsutil.h"
 #include "l2_xfer.h"
+#include "grow.h"
 #include "mpi_error.h"
 #include "mpi_wait.h"
 #include "persist_file.h"
@@ -20,24 +21,9 @@
 #define TAG_FP 7301
 #define TAG_SYNC 7302
 
-static int grow(void **v, int *cap, int need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    int c = *cap ? 2 * *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *p = realloc(*v, (size_t)c * elem);
-    if (!p)
-        return -1;
-    *v = p;
-    *cap = c;
-    return 0;
-}
-
 static MPI_Request *new_req(crpm_sendq *q)
 {
-    if (grow((void **)&q->req, &q->cap, q->nreq + 1, sizeof *q->req) != 0) {
+    if (CRPM_GROW(q->req, q->cap, (size_t)q->nreq + 1, 16)) {
         q->err = q->err ? q->err : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
         return NULL;
     }
@@ -46,7 +32,7 @@ static MPI_Request *new_req(crpm_sendq *q)
 
 static void keep_buf(crpm_sendq *q, void *b)
 {
-    if (grow((void **)&q->bufs, &q->capbufs, q->nbufs + 1, sizeof *q->bufs) == 0)
+    if (CRPM_GROW(q->bufs, q->capbufs, (size_t)q->nbufs + 1, 16) == 0)
         q->bufs[q->nbufs++] = b;
     else
         q->err = q->err ? q->err : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
@@ -164,11 +150,8 @@ int crpm_sendq_wait(crpm_sendq *q, const char *what)
     int rc = q->err ? q->err : mrc != MPI_SUCCESS ? crpm_mpi_fail(mrc, what) : CRPM_SUCCESS;
     for (int i = 0; i < q->nbufs; i++)
         free(q->bufs[i]);
-    for (int i = 0; i < q->ntypes; i++)
-        MPI_Type_free(&q->types[i]);
     free(q->req);
     free(q->bufs);
-    free(q->types);
     uint64_t bytes = q->bytes;
     memset(q, 0, sizeof *q);
     q->bytes = bytes;

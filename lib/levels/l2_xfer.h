@@ -12,11 +12,11 @@
 /* Non-blocking sends in flight, and what they need until they complete. */
 typedef struct crpm_sendq {
     MPI_Request *req;
-    int nreq, cap;
+    int nreq;
+    size_t cap;
     void **bufs;               /* freed after the wait */
-    int nbufs, capbufs;
-    MPI_Datatype *types;
-    int ntypes, captypes;
+    int nbufs;
+    size_t capbufs;
     uint64_t bytes;            /* payload posted */
     int err;                   /* first MPI error while posting */
 } crpm_sendq;

@@ -50,9 +50,13 @@ static int l1_read_one(crpm_level *lv, int handle, void *dst)
 
 static void l1_close(crpm_level *lv) { crpm_container_close(cont(lv)); }
 
+/* The container the followers follow. */
+static crpm_container *l1_container(crpm_level *lv) { return cont(lv); }
+
 static const crpm_level_ops l1_ops = {
     .name = "L1",
     .protect = l1_protect,
+    .container = l1_container,
     .write = l1_write,
     .undo = l1_undo,
     .read = l1_read,
@@ -66,5 +70,3 @@ int crpm_level_l1(crpm_level *lv, const crpm_level_env *env, crpm_container *c)
     *lv = (crpm_level){&l1_ops, env, c};
     return CRPM_SUCCESS;
 }
-
-crpm_container *crpm_level_l1_container(crpm_level *lv) { return lv->ops == &l1_ops ? lv->state : NULL; }

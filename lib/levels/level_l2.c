@@ -10,7 +10,9 @@
  * (the newer epoch overwrote only copies the older one did not commit).  When
  * that is not so (more epochs behind, a lost log, a copy missing or of
  * unknown state) the pair does a whole-file sync that sends only the pieces
- * whose fingerprints differ. */
+ * whose fingerprints differ.
+ *
+ * This file is the checkpoint half; the restart half is l2_restart.c. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,44 +21,11 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "fsutil.h"
+#include "l2_internal.h"
 #include "l2_xfer.h"
-#include "level.h"
 #include "persist_file.h"
 
-#define TAG_INFO_O 7311
-#define TAG_INFO_H 7312
-#define TAG_STAGE 7313
-#define TAG_FULL 7314
-
 enum { M_NONE, M_STAGES, M_SYNC, M_FULL };
-
-typedef struct pend_epoch {
-    uint64_t epoch;
-    crpm_wlog log;
-} pend_epoch;
-
-typedef struct held {
-    int owner;
-    char path[CRPM_PATH_MAX];
-    char lock[CRPM_PATH_MAX + 8];
-    int lock_fd;
-    crpm_container *r;         /* NULL: missing or unusable */
-    char why[256];             /* why r is NULL */
-    int bad;                   /* failed its data check: not opened again until a sync rewrote it */
-    int prev_bad;              /* its previous epoch failed its data check */
-    int committed;             /* the last ship committed it */
-    int mode;                  /* of the transfer in progress */
-} held;
-
-typedef struct l2_state {
-    crpm_l2_opts o;
-    crpm_container *own;
-    crpm_wlog live;            /* the own container's stores not yet in pend */
-    pend_epoch pend[2];
-    int npend;
-    int unknown;               /* the partner copy's state is not known */
-    held *held;
-} l2_state;
 
 /* What each end tells the other before a transfer. */
 typedef struct owner_info {
@@ -67,8 +36,6 @@ typedef struct holder_info {
     uint64_t have, epoch;
 } holder_info;
 
-static l2_state *st_of(crpm_level *lv) { return lv->state; }
-
 static int pair_mode(const owner_info *o, const holder_info *h)
 {
     if (o->full)
@@ -78,7 +45,7 @@ static int pair_mode(const owner_info *o, const holder_info *h)
     return o->npend ? M_STAGES : M_NONE;
 }
 
-static void close_held(held *h)
+void l2_close_held(held *h)
 {
     crpm_format_close(h->r);
     h->r = NULL;
@@ -96,9 +63,9 @@ static int word_cleared(const char *path)
     return w == 0;
 }
 
-int crpm_level_l2_open_copies(crpm_level *lv)
+void l2_open_copies(crpm_level *lv)
 {
-    l2_state *s = st_of(lv);
+    l2_state *s = l2_of(lv);
     char keep[1024]; /* the caller's message: a copy that does not open is a fact, not an error */
     snprintf(keep, sizeof keep, "%s", crpm_last_error());
     for (int i = 0; i < s->o.nowners; i++) {
@@ -121,58 +88,13 @@ int crpm_level_l2_open_copies(crpm_level *lv)
         }
     }
     crpm_error(CRPM_SUCCESS, "%s", keep);
-    return CRPM_SUCCESS;
 }
 
-void crpm_level_l2_verify_copies(crpm_level *lv, int say)
-{
-    l2_state *s = st_of(lv);
-    char keep[1024]; /* what the checks find is reported in the facts, not as an error */
-    snprintf(keep, sizeof keep, "%s", crpm_last_error());
-    for (int i = 0; i < s->o.nowners; i++) {
-        held *h = &s->held[i];
-        int bad = 0, prev_bad = 0;
-        if (!h->r)
-            continue;
-        int rc = crpm_container_verify_epochs(h->r, &bad, &prev_bad, h->why, sizeof h->why);
-        if (rc != 0) { /* not checked: not trusted */
-            bad = 1;
-            snprintf(h->why, sizeof h->why, "%s", crpm_last_error());
-        }
-        h->prev_bad = prev_bad;
-        if (say && (bad || prev_bad)) {
-            fprintf(stderr, "[crpm rank %d] partner copy of rank %d: %s\n", lv->env->rank, h->owner, h->why);
-            fflush(stderr);
-        }
-        if (bad) {
-            close_held(h);
-            h->bad = 1;
-        }
-    }
-    crpm_error(CRPM_SUCCESS, "%s", keep);
-}
-
-void crpm_level_l2_copy_facts(crpm_level *lv, int i, int64_t out[CRPM_L2F_N])
-{
-    held *h = &st_of(lv)->held[i];
-    memset(out, 0, sizeof(int64_t) * CRPM_L2F_N);
-    out[CRPM_L2F_OWNER] = h->owner;
-    out[CRPM_L2F_OK] = h->r != NULL;
-    out[CRPM_L2F_BAD] = h->bad;
-    if (h->r) {
-        out[CRPM_L2F_EPOCH] = (int64_t)crpm_container_epoch(h->r);
-        out[CRPM_L2F_PREV] = crpm_container_prev_available(h->r) && !h->prev_bad;
-        uint8_t id[CRPM_RUN_ID_LEN];
-        crpm_container_run_id(h->r, id);
-        memcpy(&out[CRPM_L2F_RUN0], id, sizeof id);
-    }
-}
-
-crpm_container *crpm_level_l2_copy(crpm_level *lv, int i) { return st_of(lv)->held[i].r; }
+crpm_container *crpm_level_l2_copy(crpm_level *lv, int i) { return l2_of(lv)->held[i].r; }
 
 void crpm_level_l2_attach(crpm_level *lv, crpm_container *own)
 {
-    l2_state *s = st_of(lv);
+    l2_state *s = l2_of(lv);
     if (s->own)
         crpm_container_media(s->own)->log = NULL;
     s->own = own;
@@ -189,7 +111,7 @@ void crpm_level_l2_attach(crpm_level *lv, crpm_container *own)
 
 static int l2_event(crpm_level *lv, int event)
 {
-    l2_state *s = st_of(lv);
+    l2_state *s = l2_of(lv);
     if (!s->own)
         return CRPM_SUCCESS;
     if (event == CRPM_EV_COMMITTED) {
@@ -335,45 +257,41 @@ static int sync_source_check(crpm_container *own)
     return rc;
 }
 
-static int l2_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm_stats_t *st, int *committed)
+/* 0. both ends learn the state of each pair: this rank's as an owner (oi,
+ * to its partner) and as a holder (to each owner); *ois: the owners'. */
+static int exchange_states(crpm_level *lv, crpm_sendq *q, const owner_info *oi, holder_info *phi, owner_info **ois)
 {
-    (void)id;
-    l2_state *s = st_of(lv);
+    l2_state *s = l2_of(lv);
     const crpm_level_env *env = lv->env;
-    *committed = 0;
-    crpm_level_l2_open_copies(lv);
-    /* 0. both ends learn the state of each pair */
-    crpm_sendq q = {0};
-    owner_info oi = {crpm_container_epoch(s->own), (uint64_t)s->npend, (uint64_t)s->unknown,
-                     (uint64_t)s->o.full_copy, crpm_container_media(s->own)->size};
-    crpm_sendq_post(&q, env->comm, s->o.partner, TAG_INFO_O, &oi, sizeof oi);
+    crpm_sendq_post(q, env->comm, s->o.partner, TAG_INFO_O, oi, sizeof *oi);
     for (int i = 0; i < s->o.nowners; i++) {
         held *h = &s->held[i];
         holder_info hi = {h->r != NULL, h->r ? crpm_container_epoch(h->r) : 0};
-        crpm_sendq_post(&q, env->comm, h->owner, TAG_INFO_H, &hi, sizeof hi);
+        crpm_sendq_post(q, env->comm, h->owner, TAG_INFO_H, &hi, sizeof hi);
     }
-    holder_info phi;
-    int rc = crpm_recv_bytes(env->comm, s->o.partner, TAG_INFO_H, &phi, sizeof phi, "level 2: partner state");
-    owner_info *ois = calloc((size_t)s->o.nowners + 1, sizeof *ois);
+    int rc = crpm_recv_bytes(env->comm, s->o.partner, TAG_INFO_H, phi, sizeof *phi, "level 2: partner state");
+    *ois = calloc((size_t)s->o.nowners + 1, sizeof **ois);
     for (int i = 0; rc == 0 && i < s->o.nowners; i++)
-        rc = ois ? crpm_recv_bytes(env->comm, s->held[i].owner, TAG_INFO_O, &ois[i], sizeof ois[i],
-                                   "level 2: owner state")
-                 : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
-    int wrc = crpm_sendq_wait(&q, "level 2: state exchange");
-    uint64_t sent = q.bytes;
-    rc = rc ? rc : wrc;
-    if (rc != 0) {
-        free(ois);
-        return rc;
-    }
-    int mine = pair_mode(&oi, &phi);
-    /* 1. syncs first (they need fingerprints from the destination) */
+        rc = *ois ? crpm_recv_bytes(env->comm, s->held[i].owner, TAG_INFO_O, &(*ois)[i], sizeof (*ois)[i],
+                                    "level 2: owner state")
+                  : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+    int wrc = crpm_sendq_wait(q, "level 2: state exchange");
+    return rc ? rc : wrc;
+}
+
+/* 1. the pairs that sync whole files (they need fingerprints from the
+ * destination) go first; *fatal: nothing was sent, the write stops here. */
+static int sync_pairs(crpm_level *lv, int mine, const owner_info *ois, uint64_t *sent, int *fatal)
+{
+    l2_state *s = l2_of(lv);
     crpm_sync_src src = {s->o.partner, crpm_container_media(s->own), s->own->path,
                          mine == M_SYNC ? sync_source_check(s->own) : 0};
     crpm_sync_dst *dst = calloc((size_t)s->o.nowners + 1, sizeof *dst);
-    int *rewritten = calloc((size_t)s->o.nowners + 1, sizeof *rewritten), nd = 0;
-    if (!dst || !rewritten) {
-        free(ois); free(dst); free(rewritten);
+    int *rewritten = calloc((size_t)s->o.nowners + 1, sizeof *rewritten), nd = 0, rc = CRPM_SUCCESS;
+    *fatal = !dst || !rewritten;
+    if (*fatal) {
+        free(dst);
+        free(rewritten);
         return crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
     }
     for (int i = 0; i < s->o.nowners; i++) {
@@ -381,41 +299,47 @@ static int l2_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm
         h->mode = pair_mode(&ois[i], &(holder_info){h->r != NULL, h->r ? crpm_container_epoch(h->r) : 0});
         h->committed = 0;
         if (h->mode == M_SYNC)
-            dst[nd++] = (crpm_sync_dst){h->owner, h->path, h->r ? crpm_container_media(h->r) : NULL,
-                                        s->o.backend ? s->o.backend : crpm_backend_for(s->o.persistence), 0};
+            dst[nd++] = (crpm_sync_dst){h->owner, h->path, h->r ? crpm_container_media(h->r) : NULL, l2_backend(s), 0};
     }
-    free(ois);
-    uint64_t got = 0;
     if (mine == M_SYNC || nd)
-        rc = crpm_sync_files(env->comm, &src, mine == M_SYNC, dst, nd, &sent, rewritten);
+        rc = crpm_sync_files(lv->env->comm, &src, mine == M_SYNC, dst, nd, sent, rewritten);
     for (int i = 0, k = 0; i < s->o.nowners; i++) {
         held *h = &s->held[i];
         if (h->mode != M_SYNC)
             continue;
         if (rewritten[k++]) { /* reopen what the sync wrote */
-            close_held(h);
+            l2_close_held(h);
             h->bad = h->prev_bad = 0;
-            crpm_level_l2_open_copies(lv);
+            l2_open_copies(lv);
             h->committed = h->r != NULL;
         }
     }
     free(dst);
     free(rewritten);
-    /* 2. stages (or the full-copy baseline) */
+    return rc;
+}
+
+/* 2. stages (or the full-copy baseline) sent to the partner, and the
+ * owners' received into the copies this rank holds. */
+static int ship(crpm_level *lv, crpm_sendq *q, int mine, const crpm_array *a, int n, int rc, uint64_t *sent)
+{
+    l2_state *s = l2_of(lv);
+    const crpm_level_env *env = lv->env;
     crpm_wlog ranges[2] = {{0}, {0}};
+    uint64_t got = 0;
     if (mine == M_STAGES) {
         uint64_t nst = (uint64_t)s->npend;
-        crpm_sendq_post(&q, env->comm, s->o.partner, TAG_STAGE, &nst, sizeof nst);
+        crpm_sendq_post(q, env->comm, s->o.partner, TAG_STAGE, &nst, sizeof nst);
         for (int k = 0; k < s->npend; k++) {
             uint64_t sh[2] = {s->pend[k].epoch, crpm_container_media(s->own)->size};
             int lrc = stage_ranges(&s->pend[k].log, &ranges[k]);
             rc = rc ? rc : lrc;
-            crpm_sendq_post(&q, env->comm, s->o.partner, TAG_STAGE, sh, sizeof sh);
-            crpm_sendq_ranges(&q, env->comm, s->o.partner, TAG_STAGE, crpm_container_media(s->own)->base,
+            crpm_sendq_post(q, env->comm, s->o.partner, TAG_STAGE, sh, sizeof sh);
+            crpm_sendq_ranges(q, env->comm, s->o.partner, TAG_STAGE, crpm_container_media(s->own)->base,
                               ranges[k].v, ranges[k].n);
         }
     } else if (mine == M_FULL) {
-        int prc = post_full(s, &q, env, a, n);
+        int prc = post_full(s, q, env, a, n);
         rc = rc ? rc : prc;
     }
     if (s->o.hook)
@@ -430,25 +354,51 @@ static int l2_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm
             lrc = recv_full(env, h, &s->o, &got);
         }
         if (lrc != 0 && h->mode == M_STAGES)
-            close_held(h); /* its state is the protocol's to sort out: sync next time */
+            l2_close_held(h); /* its state is the protocol's to sort out: sync next time */
         rc = rc ? rc : lrc;
     }
     if (s->o.hook)
         s->o.hook(s->o.hook_arg, CRPM_L2_HOOK_COMMITTED);
-    wrc = crpm_sendq_wait(&q, "level 2: sending the checkpoint");
-    sent += q.bytes;
+    int wrc = crpm_sendq_wait(q, "level 2: sending the checkpoint");
+    *sent += q->bytes;
     crpm_wlog_free(&ranges[0]);
     crpm_wlog_free(&ranges[1]);
+    return rc ? rc : wrc;
+}
+
+static int l2_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm_stats_t *st, int *committed)
+{
+    (void)id;
+    l2_state *s = l2_of(lv);
+    *committed = 0;
+    l2_open_copies(lv);
+    crpm_sendq q = {0};
+    owner_info oi = {crpm_container_epoch(s->own), (uint64_t)s->npend, (uint64_t)s->unknown,
+                     (uint64_t)s->o.full_copy, crpm_container_media(s->own)->size};
+    holder_info phi;
+    owner_info *ois = NULL;
+    int rc = exchange_states(lv, &q, &oi, &phi, &ois);
+    uint64_t sent = q.bytes;
+    if (rc != 0) {
+        free(ois);
+        return rc;
+    }
+    int fatal = 0, mine = pair_mode(&oi, &phi);
+    rc = sync_pairs(lv, mine, ois, &sent, &fatal);
+    free(ois);
+    if (fatal)
+        return rc;
+    rc = ship(lv, &q, mine, a, n, rc, &sent);
     st->bytes_sent += sent;
     *committed = 1;
-    return rc ? rc : wrc;
+    return rc;
 }
 
 /* Every copy of this checkpoint committed. */
 static int l2_committed(crpm_level *lv, int64_t id)
 {
     (void)id;
-    l2_state *s = st_of(lv);
+    l2_state *s = l2_of(lv);
     for (int k = 0; k < s->npend; k++)
         crpm_wlog_free(&s->pend[k].log);
     s->npend = 0;
@@ -462,13 +412,13 @@ static int l2_committed(crpm_level *lv, int64_t id)
  * our own side keeps its pending epochs (the owner's undo follows). */
 static int l2_undo(crpm_level *lv)
 {
-    l2_state *s = st_of(lv);
+    l2_state *s = l2_of(lv);
     int rc = CRPM_SUCCESS;
     for (int i = 0; i < s->o.nowners; i++) {
         held *h = &s->held[i];
         if (h->committed && h->r && crpm_container_rollback(h->r) != 0) {
             rc = rc ? rc : crpm_error(CRPM_ERR_IO, "%s", crpm_last_error());
-            close_held(h);
+            l2_close_held(h);
         }
         h->committed = 0;
     }
@@ -478,11 +428,11 @@ static int l2_undo(crpm_level *lv)
 
 static int l2_remove(crpm_level *lv)
 {
-    l2_state *s = st_of(lv);
+    l2_state *s = l2_of(lv);
     for (int i = 0; i < s->o.nowners; i++) {
         held *h = &s->held[i];
         char p[CRPM_PATH_MAX + 16];
-        close_held(h);
+        l2_close_held(h);
         crpm_unlink_quiet(h->path);
         snprintf(p, sizeof p, "%s.full", h->path);
         crpm_unlink_quiet(p);
@@ -496,11 +446,11 @@ static int l2_remove(crpm_level *lv)
 
 static void l2_close(crpm_level *lv)
 {
-    l2_state *s = st_of(lv);
+    l2_state *s = l2_of(lv);
     if (s->own)
         crpm_container_media(s->own)->log = NULL;
     for (int i = 0; i < s->o.nowners; i++) {
-        close_held(&s->held[i]);
+        l2_close_held(&s->held[i]);
         if (s->held[i].lock_fd >= 0)
             crpm_unlock_file(s->held[i].lock_fd, s->held[i].lock, 0);
     }
@@ -513,10 +463,15 @@ static void l2_close(crpm_level *lv)
 
 static const crpm_level_ops l2_ops = {
     .name = "L2",
+    .attach = crpm_level_l2_attach,
     .write = l2_write,
     .committed = l2_committed,
     .undo = l2_undo,
     .event = l2_event,
+    .facts = l2_facts,
+    .plan = l2_plan,
+    .restore = l2_restore,
+    .resync = l2_resync,
     .remove = l2_remove,
     .close = l2_close,
 };
@@ -552,84 +507,3 @@ int crpm_level_l2(crpm_level *lv, const crpm_level_env *env, const crpm_l2_opts 
     return rc;
 }
 
-/* ---- restart ---------------------------------------------------------------- */
-
-static const crpm_backend *backend_of(const l2_state *s)
-{
-    return s->o.backend ? s->o.backend : crpm_backend_for(s->o.persistence);
-}
-
-int crpm_level_l2_restore(crpm_level *lv, const int64_t *restore, const char *own_path, uint64_t *sent)
-{
-    l2_state *s = st_of(lv);
-    crpm_sync_src *src = calloc((size_t)s->o.nowners + 1, sizeof *src);
-    if (!src)
-        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
-    int nsrc = 0, rc = CRPM_SUCCESS, rewritten = 0;
-    for (int i = 0; i < s->o.nowners; i++)
-        if (restore[s->held[i].owner]) {
-            if (!s->held[i].r) { /* the decision counted on this copy */
-                rc = crpm_error(CRPM_ERR_STATE, "level 2: copy %s of rank %d is not open", s->held[i].path,
-                                s->held[i].owner);
-                continue;
-            }
-            src[nsrc++] = (crpm_sync_src){s->held[i].owner, crpm_container_media(s->held[i].r), s->held[i].path, 0};
-        }
-    crpm_sync_dst dst = {s->o.partner, own_path, NULL, backend_of(s), 1};
-    int lrc = crpm_sync_files(lv->env->comm, src, nsrc, &dst, restore[lv->env->rank] != 0, sent, &rewritten);
-    free(src);
-    return rc ? rc : lrc;
-}
-
-int crpm_level_l2_sync(crpm_level *lv, uint64_t *sent)
-{
-    l2_state *s = st_of(lv);
-    if (!s->own)
-        return crpm_error(CRPM_ERR_STATE, "level 2: no container attached");
-    crpm_sync_dst *dst = calloc((size_t)s->o.nowners + 1, sizeof *dst);
-    int *rewritten = calloc((size_t)s->o.nowners + 1, sizeof *rewritten);
-    if (!dst || !rewritten) {
-        free(dst);
-        free(rewritten);
-        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
-    }
-    for (int i = 0; i < s->o.nowners; i++) {
-        held *h = &s->held[i];
-        dst[i] = (crpm_sync_dst){h->owner, h->path, h->r ? crpm_container_media(h->r) : NULL, backend_of(s), 0};
-    }
-    crpm_sync_src src = {s->o.partner, crpm_container_media(s->own), s->own->path, 0};
-    int rc = crpm_sync_files(lv->env->comm, &src, 1, dst, s->o.nowners, sent, rewritten);
-    for (int i = 0; i < s->o.nowners; i++)
-        if (rewritten[i]) {
-            close_held(&s->held[i]);
-            s->held[i].bad = s->held[i].prev_bad = 0;
-        }
-    crpm_level_l2_open_copies(lv);
-    free(dst);
-    free(rewritten);
-    if (rc == 0) {
-        s->unknown = 0;
-        crpm_wlog_clear(&s->live);
-        for (int k = 0; k < s->npend; k++)
-            crpm_wlog_free(&s->pend[k].log);
-        s->npend = 0;
-    }
-    return rc;
-}
-
-int crpm_level_l2_exchange_facts(crpm_level *lv, int64_t mine[CRPM_L2F_N + 1])
-{
-    l2_state *s = st_of(lv);
-    crpm_sendq q = {0};
-    for (int i = 0; i < s->o.nowners; i++) {
-        int64_t f[CRPM_L2F_N + 1];
-        struct stat sb;
-        crpm_level_l2_copy_facts(lv, i, f);
-        f[CRPM_L2F_N] = stat(s->held[i].path, &sb) == 0; /* the file, usable or not */
-        crpm_sendq_post(&q, lv->env->comm, s->held[i].owner, TAG_INFO_H, f, sizeof f);
-    }
-    int rc = crpm_recv_bytes(lv->env->comm, s->o.partner, TAG_INFO_H, mine, sizeof(int64_t) * (CRPM_L2F_N + 1),
-                             "level 2: partner copy facts");
-    int wrc = crpm_sendq_wait(&q, "level 2: partner copy facts");
-    return rc ? rc : wrc;
-}

@@ -1,17 +1,19 @@
 /* Level 4: one parallel-HDF5 file per checkpoint on the global file system
- * (level4.c).  Writes and reads are collective and agree by themselves. */
+ * (level4.c).  Writes, reads and the restart's lookup are collective and
+ * agree by themselves. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "agree.h"
 #include "fsutil.h"
 #include "level.h"
 #include "level4.h"
 
 typedef struct l4_state {
-    char restart_path[CRPM_PATH_MAX];   /* file chosen at restart; "" = none */
+    char restart_path[CRPM_PATH_MAX];   /* file found at restart; "" = none */
 } l4_state;
 
 static int l4_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm_stats_t *st, int *committed)
@@ -73,23 +75,54 @@ static int l4_remove(crpm_level *lv)
     return rc;
 }
 
+/* The newest valid checkpoint of the job in glbl_dir, which read then reads. */
+static int l4_lookup(crpm_level *lv, crpm_found *f)
+{
+    const crpm_level_env *e = lv->env;
+    l4_state *s = lv->state;
+    s->restart_path[0] = '\0';
+    if (!e->glbl_dir || !e->glbl_dir[0])
+        return CRPM_SUCCESS;
+    int id = -1;
+    uint64_t epoch = 0;
+    int rc = crpm_l4_find_latest(e->comm, e->glbl_dir, e->job_name, s->restart_path, sizeof s->restart_path, &id,
+                                 &epoch);
+    int64_t found[3] = {rc == 0, -(int64_t)(rc == 0), -(int64_t)(rc == CRPM_ERR_CORRUPT)};
+    if (rc == CRPM_ERR_NOCKPT || rc == CRPM_ERR_CORRUPT) {
+        snprintf(f->why, sizeof f->why, "%s", crpm_last_error());
+        rc = CRPM_SUCCESS;
+    }
+    rc = crpm_agree_ext(e->comm, e->rank, rc, "crpm_init: looking for a level-4 checkpoint", found, 3);
+    if (rc == 0 && found[0] != -found[1])
+        rc = crpm_error(CRPM_ERR_EPOCH, "crpm_init: ranks disagree on the newest level-4 checkpoint");
+    f->found = rc == 0 && found[0];
+    f->epoch = f->found ? (int64_t)epoch : -1;
+    f->id = f->found ? id : -1;
+    f->damaged = rc == 0 && !found[0] && found[2] != 0;
+    if (f->found)
+        snprintf(f->where, sizeof f->where, "%s", s->restart_path);
+    else
+        s->restart_path[0] = '\0';
+    return rc;
+}
+
 static void l4_close(crpm_level *lv) { free(lv->state); }
 
 static const crpm_level_ops l4_ops = {
     .name = "L4",
     .write = l4_write,
+    .lookup = l4_lookup,
     .read = l4_read,
     .stored = l4_stored_op,
     .remove = l4_remove,
     .close = l4_close,
 };
 
-int crpm_level_l4(crpm_level *lv, const crpm_level_env *env, const char *restart_path)
+int crpm_level_l4(crpm_level *lv, const crpm_level_env *env)
 {
     l4_state *s = calloc(1, sizeof *s);
     if (!s)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
-    snprintf(s->restart_path, sizeof s->restart_path, "%s", restart_path ? restart_path : "");
     *lv = (crpm_level){&l4_ops, env, s};
     return CRPM_SUCCESS;
 }

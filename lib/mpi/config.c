@@ -158,9 +158,50 @@ static int set_path(char *dst, const char *v)
     return 0;
 }
 
+/* The [basic] keys of the levels beyond level 1 (set_basic's). */
+static int set_level_key(crpm_config *cfg, int k, const char *value, const char **want)
+{
+    long l = 0;
+    int ok = 1;
+    switch (k) {
+    case K_CKPT_INTERVAL_L4:
+        cfg->ckpt_interval_l4_auto = strcmp(value, "auto") == 0;
+        ok = cfg->ckpt_interval_l4_auto || parse_long(value, 0, 1L << 40, &l) == 0;
+        cfg->ckpt_interval_l4 = l;
+        *want = "a count >= 0 or auto";
+        break;
+    case K_CKPT_INTERVAL_L2:
+        ok = parse_long(value, 0, 1L << 40, &l) == 0;
+        cfg->ckpt_interval_l2 = l;
+        *want = "a count >= 0";
+        break;
+    case K_CKPT_INTERVAL_L3:
+        ok = parse_long(value, 0, 1L << 40, &l) == 0;
+        cfg->ckpt_interval_l3 = l;
+        *want = "a count >= 0";
+        break;
+    /* GF(2^8) Reed-Solomon: at most 255 units per codeword; a group of one
+     * node could only hold parity of its own data. */
+    case K_GROUP_SIZE:
+        ok = parse_long(value, 2, 255, &l) == 0;
+        cfg->group_size = l;
+        *want = "nodes per group, 2 .. 255";
+        break;
+    case K_L3_PARITY:
+        ok = parse_long(value, 1, 127, &l) == 0;
+        cfg->l3_parity = l;
+        *want = "parity units per codeword, 1 .. group_size / 2";
+        break;
+    }
+    return ok;
+}
+
 /* [basic] keys: sets the key, *want says what a bad value should have been. */
 static int set_basic(crpm_config *cfg, int k, const char *value, const char **want)
 {
+    if (k == K_CKPT_INTERVAL_L2 || k == K_CKPT_INTERVAL_L3 || k == K_CKPT_INTERVAL_L4 || k == K_GROUP_SIZE ||
+        k == K_L3_PARITY)
+        return set_level_key(cfg, k, value, want);
     long l = 0;
     int ok = 1;
     switch (k) {
@@ -188,12 +229,6 @@ static int set_basic(crpm_config *cfg, int k, const char *value, const char **wa
         ok = cfg->ckpt_interval_auto || parse_seconds(value, &cfg->ckpt_interval_s) == 0;
         *want = "seconds >= 0 or auto";
         break;
-    case K_CKPT_INTERVAL_L4:
-        cfg->ckpt_interval_l4_auto = strcmp(value, "auto") == 0;
-        ok = cfg->ckpt_interval_l4_auto || parse_long(value, 0, 1L << 40, &l) == 0;
-        cfg->ckpt_interval_l4 = l;
-        *want = "a count >= 0 or auto";
-        break;
     case K_MTBF_S:
     case K_MTBF_L4_S: {
         double d = 0;
@@ -206,28 +241,6 @@ static int set_basic(crpm_config *cfg, int k, const char *value, const char **wa
         ok = parse_long(value, 0, 1L << 24, &l) == 0;
         cfg->node_size = (int)l;
         *want = "ranks per node >= 1 (0 = detect)";
-        break;
-    case K_CKPT_INTERVAL_L2:
-        ok = parse_long(value, 0, 1L << 40, &l) == 0;
-        cfg->ckpt_interval_l2 = l;
-        *want = "a count >= 0";
-        break;
-    case K_CKPT_INTERVAL_L3:
-        ok = parse_long(value, 0, 1L << 40, &l) == 0;
-        cfg->ckpt_interval_l3 = l;
-        *want = "a count >= 0";
-        break;
-    /* GF(2^8) Reed-Solomon: at most 255 units per codeword; a group of one
-     * node could only hold parity of its own data. */
-    case K_GROUP_SIZE:
-        ok = parse_long(value, 2, 255, &l) == 0;
-        cfg->group_size = l;
-        *want = "nodes per group, 2 .. 255";
-        break;
-    case K_L3_PARITY:
-        ok = parse_long(value, 1, 127, &l) == 0;
-        cfg->l3_parity = l;
-        *want = "parity units per codeword, 1 .. group_size / 2";
         break;
     case K_KEEP_LAST_CKPT:
         ok = parse_bool(value, &cfg->keep_last_ckpt) == 0;

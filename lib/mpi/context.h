@@ -13,6 +13,20 @@
 #include "stop.h"
 #include "topology.h"
 
+/* A follower level of the job: its row of the level table, and the level
+ * once open (ops NULL: not available to this job, or not open yet). */
+struct crpm_level_row;
+#define CRPM_MAX_FOLLOWERS 8
+typedef struct crpm_follower {
+    const struct crpm_level_row *row;
+    int level;                 /* the crpm_checkpoint level that runs it (CRPM_Ln; row->level) */
+    crpm_level lv;
+    int why_code;              /* not available: the error a checkpoint at its level returns ... */
+    char why[512];             /* ... and why ("level 2 needs ...") */
+    void *prep;                /* what the row's prepare found for its open (level 3: the groups) */
+    crpm_plan plan;            /* restart: its part of the plan (coordinate.c) */
+} crpm_follower;
+
 typedef struct crpm_ctx {
     MPI_Comm comm;             /* private duplicate of the application's communicator */
     int rank, nranks;
@@ -26,13 +40,12 @@ typedef struct crpm_ctx {
     crpm_level_env env;        /* what the levels see of the above */
     uint8_t run_id[CRPM_RUN_ID_LEN]; /* identity of this run of the job, in every container */
 
-    /* levels: `primary` takes every checkpoint (L1 or full), `l4` the level-4 ones */
+    /* levels: `primary` takes every checkpoint (L1 or full); the followers,
+     * one per row of the level table (level_table.h), in its order, add
+     * redundancy at the checkpoint levels that name them (coordinate.h) */
     crpm_level primary;
-    crpm_level l4;
-    crpm_level l2;             /* partner copies (ops NULL with one node or method = full) */
-    crpm_level l3;             /* parity over node groups (ops NULL when the layout is impossible) */
-    int *l3_groups, *l3_members; /* level 3: each rank's group and member index */
-    char l3_why[512];          /* why level 3 is not available */
+    crpm_follower fol[CRPM_MAX_FOLLOWERS];
+    int nfol;
     crpm_level *source;        /* what crpm_recover reads; NULL = fresh start */
     int status;                /* CRPM_STATUS_* decided at init */
     int recovered;             /* snapshot must not recover a second time */
@@ -55,8 +68,9 @@ typedef struct crpm_ctx {
     double last_ckpt_time;
     double last_l4_time;
     long snap_ckpts;
-    double cost[3];            /* seconds of the last checkpoint: up to level 1/2/3's commit, the level-4
-                                  part, and the level-2/3 part alone (after level 1 committed) */
+    double cost[3];            /* seconds of the last checkpoint: up to its commit (the primary and the
+                                  followers that join it), the part after the commit (level 4), and the
+                                  followers' part alone (after the primary committed) */
     crpm_interval auto_iv[2];  /* automatic intervals of level 1 and level 4 */
     double auto_logged[2];     /* interval last printed at verbosity 2 */
     crpm_stop stop;            /* reasons to stop before the scheduler does (stop.c) */

@@ -4,14 +4,9 @@
 #include <string.h>
 #include "config.h"
 #include "decide.h"
-#include "l3_code.h"
 #include "error.h"
 
 static const int64_t *row(const crpm_restart_facts *f, int r) { return f->rank + (size_t)r * CRPM_F_N; }
-
-/* Open errors that mean damage or loss (another level may take over), as
- * against a configuration that does not match the containers. */
-static int damaged_rc(int64_t rc) { return rc == CRPM_ERR_CORRUPT || rc == CRPM_ERR_TRUNCATED || rc == CRPM_ERR_IO; }
 
 /* Level 1 alone: what the containers allow. */
 static void judge_l1(const crpm_restart_facts *f, crpm_verdict *v)
@@ -74,7 +69,7 @@ static void judge_l1(const crpm_restart_facts *f, crpm_verdict *v)
     int damage_only = 1, corrupt = 0, lost_copy = 0, bad = 0;
     for (int r = 0; r < f->nranks; r++) {
         const int64_t *x = row(f, r);
-        if (x[CRPM_F_RC] < 0 && !damaged_rc(x[CRPM_F_RC]))
+        if (x[CRPM_F_RC] < 0 && !crpm_fact_damage(x[CRPM_F_RC]))
             damage_only = 0;
         corrupt |= x[CRPM_F_RC] == CRPM_ERR_CORRUPT || x[CRPM_F_PAR_BAD];
         lost_copy |= !x[CRPM_F_EXISTS] && x[CRPM_F_REP_BAD];
@@ -355,119 +350,6 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
                           job_dir, (long long)v->emin, (long long)v->emax,
                           v->bad_prev ? " and a rank ahead has no previous epoch" : "");
     }
-}
-
-int crpm_decide_l2_patch(int64_t *rows, int nranks, int64_t *restore)
-{
-    const int64_t *ref = NULL; /* the run identity the usable containers hold */
-    for (int r = 0; r < nranks && !ref; r++) {
-        const int64_t *x = rows + (size_t)r * CRPM_F_N;
-        if (x[CRPM_F_EXISTS] && x[CRPM_F_RC] == 0 && x[CRPM_F_EPOCH] > 0)
-            ref = x;
-    }
-    int n = 0;
-    for (int r = 0; r < nranks; r++) {
-        int64_t *x = rows + (size_t)r * CRPM_F_N;
-        restore[r] = 0;
-        int lost = !x[CRPM_F_EXISTS] || (x[CRPM_F_RC] < 0 && damaged_rc(x[CRPM_F_RC]));
-        if (!lost || !x[CRPM_F_REP_OK] || x[CRPM_F_REP_EPOCH] == 0)
-            continue;
-        if (ref && (x[CRPM_F_REP_RUN0] != ref[CRPM_F_RUN0] || x[CRPM_F_REP_RUN1] != ref[CRPM_F_RUN1]))
-            continue;
-        x[CRPM_F_EXISTS] = 1;
-        x[CRPM_F_RC] = 0;
-        x[CRPM_F_NRANKS] = 0;
-        x[CRPM_F_EPOCH] = x[CRPM_F_REP_EPOCH];
-        x[CRPM_F_PREV] = x[CRPM_F_REP_PREV];
-        x[CRPM_F_RUN0] = x[CRPM_F_REP_RUN0];
-        x[CRPM_F_RUN1] = x[CRPM_F_REP_RUN1];
-        restore[r] = 1;
-        n++;
-    }
-    return n;
-}
-
-static int l3_lost(const int64_t *x) { return !x[CRPM_F_EXISTS] || (x[CRPM_F_RC] < 0 && damaged_rc(x[CRPM_F_RC])); }
-
-/* Whether every codeword of every group with losses keeps K-M units at
- * epoch e (lost: nranks flags). */
-static int l3_feasible(const int64_t *rows, int nranks, const int *groups, const int *members, int K, int M,
-                       const int64_t *ref, const int64_t *lost, int64_t e)
-{
-    crpm_l3_layout lay = {K, M};
-    for (int r = 0; r < nranks; r++) {
-        if (!lost[r])
-            continue;
-        /* the codewords of r: count available units in each */
-        for (int j = 0; j < K - M; j++) {
-            int c = crpm_l3_codeword_of(&lay, members[r], j), units = 0;
-            for (int q = 0; q < nranks; q++) {
-                if (groups[q] != groups[r] || lost[q])
-                    continue;
-                const int64_t *x = rows + (size_t)q * CRPM_F_N;
-                if (crpm_l3_data_index(&lay, c, members[q]) >= 0)
-                    units++;
-                else if (crpm_l3_parity_row(&lay, c, members[q]) >= 0 && x[CRPM_F_PAR_OK] == 1 &&
-                         (x[CRPM_F_PAR_EPOCH] == e || x[CRPM_F_PAR_PREV] == e) &&
-                         (!ref || (x[CRPM_F_PAR_RUN0] == ref[CRPM_F_RUN0] && x[CRPM_F_PAR_RUN1] == ref[CRPM_F_RUN1])))
-                    units++;
-            }
-            if (units < K - M)
-                return 0;
-        }
-    }
-    return 1;
-}
-
-int crpm_decide_l3_patch(int64_t *rows, int nranks, const int *groups, const int *members, int K, int M,
-                         int64_t *rebuild)
-{
-    const int64_t *ref = NULL;
-    int64_t emin = INT64_MAX;
-    int nlost = 0;
-    for (int r = 0; r < nranks; r++) {
-        const int64_t *x = rows + (size_t)r * CRPM_F_N;
-        rebuild[r] = l3_lost(x);
-        nlost += (int)rebuild[r];
-        if (x[CRPM_F_EXISTS] && x[CRPM_F_RC] == 0 && x[CRPM_F_EPOCH] > 0) {
-            if (!ref)
-                ref = x;
-            emin = x[CRPM_F_EPOCH] < emin ? x[CRPM_F_EPOCH] : emin;
-        }
-    }
-    if (!nlost || !ref || K < 2 || M < 1 || M >= K)
-        goto none;
-    /* a group that lost more than M is beyond this level */
-    for (int r = 0; r < nranks; r++) {
-        int n = 0;
-        for (int q = 0; q < nranks; q++)
-            n += groups[q] == groups[r] && rebuild[q];
-        if (rebuild[r] && n > M)
-            goto none;
-    }
-    int64_t e = -1;
-    for (int64_t cand = emin; cand >= emin - 1 && cand >= 1 && e < 0; cand--)
-        if (l3_feasible(rows, nranks, groups, members, K, M, ref, rebuild, cand))
-            e = cand;
-    if (e < 0)
-        goto none;
-    for (int r = 0; r < nranks; r++) {
-        if (!rebuild[r])
-            continue;
-        int64_t *x = rows + (size_t)r * CRPM_F_N;
-        x[CRPM_F_EXISTS] = 1;
-        x[CRPM_F_RC] = 0;
-        x[CRPM_F_NRANKS] = 0;
-        x[CRPM_F_EPOCH] = e;
-        x[CRPM_F_PREV] = 0;
-        x[CRPM_F_RUN0] = ref[CRPM_F_RUN0];
-        x[CRPM_F_RUN1] = ref[CRPM_F_RUN1];
-    }
-    return nlost;
-none:
-    for (int r = 0; r < nranks; r++)
-        rebuild[r] = 0;
-    return 0;
 }
 
 /* A container whose metadata opened: intact, or with damaged data only. */

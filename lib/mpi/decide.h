@@ -1,43 +1,11 @@
 /* The restart decision: a pure function from the facts every rank gathered
- * at init to a verdict that every rank computes identically.  No MPI, no
- * files: restart.c gathers the facts and applies the verdict. */
+ * at init (facts.h), as the levels' plans patched them, to a verdict that
+ * every rank computes identically.  No MPI, no files: restart.c gathers the
+ * facts and applies the verdict. */
 #ifndef CRPM_MPI_DECIDE_H
 #define CRPM_MPI_DECIDE_H
 #include <stdint.h>
-
-/* One row of facts per rank. */
-enum crpm_fact {
-    CRPM_F_EXISTS,   /* its container file exists */
-    CRPM_F_RC,       /* 0, or the error opening it gave */
-    CRPM_F_NRANKS,   /* 1: it was written by a run with another rank count */
-    CRPM_F_EPOCH,    /* committed epoch (when opened) */
-    CRPM_F_PREV,     /* 1: epoch-1 is still recoverable */
-    CRPM_F_EXTRA,    /* node leaders: highest container rank >= nranks in the job directory, else -1 */
-    CRPM_F_FULL0,    /* method = full: newest and second newest checkpoint ids, -1 = none */
-    CRPM_F_FULL1,
-    CRPM_F_RUN0,     /* run identity of its container (two words; when opened) */
-    CRPM_F_RUN1,
-    CRPM_F_REP_FILE, /* level 2: its partner copy's file exists */
-    CRPM_F_REP_OK,   /* ... and opened */
-    CRPM_F_REP_EPOCH,
-    CRPM_F_REP_PREV,
-    CRPM_F_REP_RUN0,
-    CRPM_F_REP_RUN1,
-    CRPM_F_PAR_OK,   /* level 3: its parity container opened */
-    CRPM_F_PAR_EPOCH,/* ... job epoch its committed parity describes */
-    CRPM_F_PAR_PREV, /* ... and its previous one (-1 = none) */
-    CRPM_F_PAR_RUN0,
-    CRPM_F_PAR_RUN1,
-    /* data checks (restart.c, before anything is decided) */
-    CRPM_F_BAD,      /* its container opened but the committed epoch's data fails its CRCs
-                        (then RC = CRPM_ERR_CORRUPT, EPOCH and PREV still describe it; a patch
-                        that replaces the row keeps BAD, for the error text) */
-    CRPM_F_PREV_BAD, /* ... epoch-1 was recoverable but its data fails (PREV is then 0) */
-    CRPM_F_UID,      /* checkpoint id of the committed epoch (when opened) */
-    CRPM_F_REP_BAD,  /* level 2: its partner copy fails its checksums, metadata or data (REP_OK 0) */
-    CRPM_F_PAR_BAD,  /* level 3: its parity container fails its checksums (PAR_OK -1) */
-    CRPM_F_N
-};
+#include "facts.h" /* the rows of facts, and the levels' patches */
 
 typedef struct crpm_restart_facts {
     int nranks;
@@ -49,7 +17,7 @@ typedef struct crpm_restart_facts {
     int l4_damaged;        /* ... or holds files of the job of which none is valid */
     int unrecoverable_fresh; /* on_unrecoverable = fresh: start anew rather than fail */
     int64_t l4_epoch, l4_id; /* l4_found: the job epoch and checkpoint id of that file */
-    /* the patches below repaired some rank and the result is older than the
+    /* the levels' patches (facts.h) repaired some rank and the result is older than the
      * newest committed epoch (top, with its checkpoint id): a level-4 file of
      * that epoch is then preferred (crpm_decide_top) */
     int repaired;
@@ -84,22 +52,6 @@ typedef struct crpm_verdict {
 } crpm_verdict;
 
 crpm_verdict crpm_decide_restart(const crpm_restart_facts *f);
-
-/* Level 2, before crpm_decide_restart: a rank whose container is missing or
- * damaged (not mismatched) and whose partner copy opened, from the same run
- * as the usable containers, takes the copy's facts in its row (rows are
- * changed) and restore[rank] = 1.  Returns how many ranks that is. */
-int crpm_decide_l2_patch(int64_t *rows, int nranks, int64_t *restore);
-
-/* Level 3, after the level-2 patch: in each group (groups[r], members[r]:
- * group and member index of rank r; K members, M parity units) that lost
- * at most M containers (missing or damaged, not mismatched), the lost ranks
- * take the facts of a container at the epoch E the survivors and enough
- * parity of every affected codeword describe (the survivors' lowest epoch,
- * else the one before), one E for the whole job; rebuild[r] = 1 for them.
- * Returns how many ranks that is. */
-int crpm_decide_l3_patch(int64_t *rows, int nranks, const int *groups, const int *members, int K, int M,
-                         int64_t *rebuild);
 
 /* Before the patches: the newest epoch a container that opened commits
  * (intact or not) and its checkpoint id; -1 when none. */

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "agree.h"
+#include "coordinate.h"
 #include "error.h"
 #include "fsutil.h"
 #include "jobdir.h"
@@ -138,12 +139,10 @@ int crpm_jobdir_finish_removal(crpm_ctx *ctx)
         return rc;
     rc = crpm_unlink_quiet(ctx->path);
     crpm_jobdir_extra_ranks(ctx, 1);
-    remove_prefixed(ctx, "partner-"); /* a finished run's partner copies */
-    remove_prefixed(ctx, "parity-");  /* and parity containers */
+    crpm_coord_purge(ctx, 0, remove_prefixed); /* a finished run's partner copies, parity containers, ... */
     rc = crpm_agree(ctx->comm, ctx->rank, rc, what);
     if (rc == 0 && ctx->rank == 0) {
-        if (ctx->l4.ops && ctx->l4.ops->remove)
-            ctx->l4.ops->remove(&ctx->l4);
+        crpm_coord_purge(ctx, 1, remove_prefixed);
         rc = crpm_unlink_quiet(mp);
         if (rc == 0)
             rc = crpm_sync_dir(ctx->job_dir);
@@ -182,17 +181,11 @@ int crpm_jobdir_remove(crpm_ctx *ctx)
         rc = crpm_unlink_quiet(ctx->path);
         crpm_unlink_quiet(tmp);
         remove_set_aside(ctx);
-        if (ctx->primary.ops && ctx->primary.ops->remove)
-            ctx->primary.ops->remove(&ctx->primary);
-        if (ctx->l2.ops && ctx->l2.ops->remove)
-            ctx->l2.ops->remove(&ctx->l2);
-        if (ctx->l3.ops && ctx->l3.ops->remove)
-            ctx->l3.ops->remove(&ctx->l3);
+        crpm_coord_remove(ctx, 0);
         rc = crpm_agree(ctx->comm, ctx->rank, rc, fn);
     }
     if (rc == 0 && ctx->rank == 0) {
-        if (ctx->l4.ops && ctx->l4.ops->remove)
-            ctx->l4.ops->remove(&ctx->l4);
+        crpm_coord_remove(ctx, 1);
         rc = crpm_sync_dir(ctx->job_dir);
         if (rc == 0)
             rc = crpm_unlink_quiet(mp);

@@ -1,4 +1,7 @@
-/* Restart at init (restart.h). */
+/* Restart at init (restart.h): this rank's container and the followers'
+ * facts gathered on every rank, the followers' plans, the pure decision
+ * (decide.c), then the verdict applied.  The followers take part through the
+ * coordinator (coordinate.h); nothing here knows a level by name. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,36 +10,29 @@
 #include <sys/random.h>
 #include <time.h>
 #include "agree.h"
+#include "coordinate.h"
 #include "decide.h"
 #include "error.h"
 #include "fsutil.h"
-#include "full.h"
 #include "jobdir.h"
-#include "level4.h"
+#include "level_table.h"
 #include "mpi_error.h"
 #include "reshape.h"
 #include "restart.h"
-#include "clock.h"
 #include "testhook.h"
 
 typedef struct gathered {
+    crpm_ctx *ctx;
     crpm_restart_facts f;
     int64_t *all;              /* nranks x CRPM_F_N */
+    int64_t *extra;            /* nranks x the followers' own facts (crpm_coord_nfacts) */
     crpm_container *c;         /* this rank's container, if it opened (also when its data is damaged) */
     char own_msg[512];         /* why it did not, or what its data check found */
     int corrupt;               /* its checksums failed: set aside as .corrupt-<time> */
     int nprev;                 /* ranks falling back to their previous epoch (crpm_decide_prev_patch) */
     int node_rank;
-    char l4_path[CRPM_PATH_MAX];
-    char l4_msg[512];          /* why level 4 could not serve */
-    int64_t *restore;          /* level 2: ranks whose container comes back from its partner copy */
-    int nrestore;
-    int l2_in_use;             /* some rank has a partner copy file */
-    int64_t *rebuild;          /* level 3: ranks whose container is rebuilt from parity */
-    int nrebuild;
-    int l3_in_use;             /* some rank has a parity container file */
-    int l4_id;
-    uint64_t l4_epoch;
+    crpm_found found;          /* what a follower's lookup found (the decision asked) */
+    crpm_follower *found_by;
 } gathered;
 
 /* Every byte of the committed epoch (and of the previous one, when it is
@@ -72,10 +68,9 @@ static void check_own(crpm_ctx *ctx, gathered *g, int64_t *mine)
     }
 }
 
-/* Each rank's facts about its own container, exchanged with all. */
-static int gather(crpm_ctx *ctx, gathered *g)
+/* This rank's facts about its own container. */
+static void own_facts(crpm_ctx *ctx, gathered *g, int64_t *mine)
 {
-    int64_t mine[CRPM_F_N] = {0};
     char tmp[CRPM_PATH_MAX + 8];
     struct stat st;
     snprintf(tmp, sizeof tmp, "%s.tmp", ctx->path);
@@ -105,75 +100,35 @@ static int gather(crpm_ctx *ctx, gathered *g)
         MPI_Comm_free(&node);
     }
     mine[CRPM_F_EXTRA] = g->node_rank == 0 ? crpm_jobdir_extra_ranks(ctx, 0) : -1;
-    mine[CRPM_F_FULL0] = mine[CRPM_F_FULL1] = -1;
-    if (ctx->cfg.method == CRPM_METHOD_FULL)
-        crpm_full_newest(ctx->job_dir, ctx->rank, &mine[CRPM_F_FULL0]);
-
-    if (ctx->l2.ops) {
-        /* level 2: what the partner holds of this rank's container */
-        int64_t rep[CRPM_L2F_N + 1];
-        crpm_level_l2_open_copies(&ctx->l2);
-        crpm_level_l2_verify_copies(&ctx->l2, ctx->cfg.verbosity >= 1);
-        int rc = crpm_level_l2_exchange_facts(&ctx->l2, rep);
-        if (rc != 0)
-            return rc;
-        mine[CRPM_F_REP_FILE] = rep[CRPM_L2F_N];
-        mine[CRPM_F_REP_OK] = rep[CRPM_L2F_OK];
-        mine[CRPM_F_REP_EPOCH] = rep[CRPM_L2F_EPOCH];
-        mine[CRPM_F_REP_PREV] = rep[CRPM_L2F_PREV];
-        mine[CRPM_F_REP_RUN0] = rep[CRPM_L2F_RUN0];
-        mine[CRPM_F_REP_RUN1] = rep[CRPM_L2F_RUN1];
-        mine[CRPM_F_REP_BAD] = rep[CRPM_L2F_BAD];
-    }
-    if (ctx->l3.ops) {
-        /* level 3: the parity this rank holds */
-        int64_t par[CRPM_L3F_N];
-        crpm_level_l3_verify(&ctx->l3, ctx->cfg.verbosity >= 1);
-        crpm_level_l3_facts(&ctx->l3, par);
-        mine[CRPM_F_PAR_OK] = par[CRPM_L3F_OK] ? 1 : par[CRPM_L3F_FILE] ? -1 : 0;
-        mine[CRPM_F_PAR_EPOCH] = par[CRPM_L3F_EPOCH];
-        mine[CRPM_F_PAR_PREV] = par[CRPM_L3F_PREV];
-        mine[CRPM_F_PAR_RUN0] = par[CRPM_L3F_RUN0];
-        mine[CRPM_F_PAR_RUN1] = par[CRPM_L3F_RUN1];
-        mine[CRPM_F_PAR_BAD] = par[CRPM_L3F_BAD];
-    }
-    g->all = malloc(sizeof(int64_t) * CRPM_F_N * (size_t)ctx->nranks);
-    if (!g->all)
-        return crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
-    int mrc = MPI_Allgather(mine, CRPM_F_N, MPI_INT64_T, g->all, CRPM_F_N, MPI_INT64_T, ctx->comm);
-    if (mrc != MPI_SUCCESS)
-        return crpm_mpi_fail(mrc, "crpm_init: MPI_Allgather");
-    g->f = (crpm_restart_facts){.nranks = ctx->nranks, .rank = g->all, .method = ctx->cfg.method,
-                                .unrecoverable_fresh = ctx->cfg.on_unrecoverable_fresh};
-    return CRPM_SUCCESS;
+    crpm_primary_facts(ctx, mine);
 }
 
-/* Collective: the newest valid level-4 checkpoint, if any. */
-static int gather_l4(crpm_ctx *ctx, gathered *g)
+/* Each rank's facts (its own container's, the followers'), exchanged with all. */
+static int gather(crpm_ctx *ctx, gathered *g)
 {
-    g->f.l4_known = 1;
-#ifdef CRPM_HAVE_HDF5
-    if (!ctx->cfg.glbl_dir[0])
-        return CRPM_SUCCESS;
-    int rc = crpm_l4_find_latest(ctx->comm, ctx->cfg.glbl_dir, ctx->cfg.job_name, g->l4_path, sizeof g->l4_path,
-                                 &g->l4_id, &g->l4_epoch);
-    int64_t found[3] = {rc == 0, -(int64_t)(rc == 0), -(int64_t)(rc == CRPM_ERR_CORRUPT)};
-    if (rc == CRPM_ERR_NOCKPT || rc == CRPM_ERR_CORRUPT) {
-        snprintf(g->l4_msg, sizeof g->l4_msg, "%s", crpm_last_error());
-        rc = CRPM_SUCCESS;
+    int nx = crpm_coord_nfacts(ctx), w = CRPM_F_N + nx;
+    int64_t *mine = calloc((size_t)w, sizeof *mine), *rows = malloc(sizeof *rows * (size_t)w * (size_t)ctx->nranks);
+    g->all = malloc(sizeof(int64_t) * CRPM_F_N * (size_t)ctx->nranks);
+    g->extra = malloc(sizeof(int64_t) * ((size_t)nx * (size_t)ctx->nranks + 1));
+    int rc = mine && rows && g->all && g->extra ? CRPM_SUCCESS : crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
+    rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init"); /* before the exchanges: no rank waits alone */
+    if (rc == 0) {
+        own_facts(ctx, g, mine);
+        rc = crpm_coord_facts(ctx, mine, mine + CRPM_F_N);
     }
-    rc = crpm_agree_ext(ctx->comm, ctx->rank, rc, "crpm_init: looking for a level-4 checkpoint", found, 3);
-    if (rc == 0 && found[0] != -found[1])
-        rc = crpm_error(CRPM_ERR_EPOCH, "crpm_init: ranks disagree on the newest level-4 checkpoint");
-    g->f.l4_found = rc == 0 && found[0];
-    g->f.l4_epoch = g->f.l4_found ? (int64_t)g->l4_epoch : -1;
-    g->f.l4_id = g->f.l4_found ? g->l4_id : -1;
-    g->f.l4_damaged = rc == 0 && !found[0] && found[2] != 0;
+    if (rc == 0) {
+        int mrc = MPI_Allgather(mine, w, MPI_INT64_T, rows, w, MPI_INT64_T, ctx->comm);
+        rc = mrc == MPI_SUCCESS ? CRPM_SUCCESS : crpm_mpi_fail(mrc, "crpm_init: MPI_Allgather");
+    }
+    for (int r = 0; rc == 0 && r < ctx->nranks; r++) {
+        memcpy(g->all + (size_t)r * CRPM_F_N, rows + (size_t)r * (size_t)w, sizeof(int64_t) * CRPM_F_N);
+        memcpy(g->extra + (size_t)r * (size_t)nx, rows + (size_t)r * (size_t)w + CRPM_F_N, sizeof(int64_t) * (size_t)nx);
+    }
+    free(mine);
+    free(rows);
+    g->f = (crpm_restart_facts){.nranks = ctx->nranks, .rank = g->all, .method = ctx->cfg.method,
+                                .unrecoverable_fresh = ctx->cfg.on_unrecoverable_fresh};
     return rc;
-#else
-    (void)ctx;
-    return CRPM_SUCCESS;
-#endif
 }
 
 /* A container that cannot be used but may hold the newest data is kept
@@ -198,6 +153,19 @@ static int set_aside(crpm_ctx *ctx, gathered *g)
         fprintf(stderr, "[crpm rank %d] kept the %s container as %s\n", ctx->rank,
                 g->corrupt ? "corrupt" : "unusable", to);
     return rc;
+}
+
+/* The job directory's services to the followers that restore containers. */
+static int io_set_aside(void *arg)
+{
+    gathered *g = arg;
+    return set_aside(g->ctx, g);
+}
+
+static int io_open(void *arg, const char *path, int create, crpm_container **c)
+{
+    gathered *g = arg;
+    return crpm_jobdir_open(g->ctx, path, create, c);
 }
 
 /* Collective: a new run identity from rank 0 for containers made now. */
@@ -238,170 +206,35 @@ static int apply_l1(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
     return rc;
 }
 
-/* Level 2 exists with two nodes or more, for the differential container. */
-static int open_l2(crpm_ctx *ctx)
-{
-    if (ctx->topo.nnodes < 2 || ctx->cfg.method != CRPM_METHOD_DIFFERENTIAL)
-        return CRPM_SUCCESS;
-    crpm_l2_opts o = {
-        .partner = ctx->topo.partner,
-        .owners = ctx->topo.owners,
-        .nowners = ctx->topo.nowners,
-        .persistence = ctx->cfg.persistence,
-        .lock_wait_s = ctx->cfg.lock_wait_s,
-    };
-    crpm_testhook_l2(ctx, &o);
-    return crpm_level_l2(&ctx->l2, &ctx->env, &o);
-}
-
-/* Containers lost with their node come back from their partner copies:
- * the unusable file is kept aside, the copy is written in its place. */
-static int restore_l2(crpm_ctx *ctx, gathered *g)
-{
-    int rc = CRPM_SUCCESS;
-    double t_all = crpm_now();
-    if (g->restore[ctx->rank])
-        rc = set_aside(ctx, g);
-    rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init: setting a damaged container aside");
-    uint64_t sent = 0;
-    /* end to end: from before the set-aside agreement to every rank holding
-     * its reopened container; the transfer: each rank's sync call alone */
-    double t0 = crpm_now();
-    int xrc = rc == 0 ? crpm_level_l2_restore(&ctx->l2, g->restore, ctx->path, &sent) : CRPM_SUCCESS;
-    double xfer = crpm_now() - t0;
-    /* a rank opens what it received before the one agreement on both: a
-     * failure elsewhere leaves it an open container that is closed anyway */
-    if (rc == 0 && xrc == 0 && g->restore[ctx->rank])
-        xrc = crpm_jobdir_open(ctx, ctx->path, 0, &g->c);
-    /* the ranks without a transfer wait for the others without polling */
-    if (rc == 0)
-        rc = crpm_agree_idle(ctx->comm, ctx->rank, xrc,
-                             "crpm_init: restoring containers from their partner copies and opening them");
-    if (rc == 0 && ctx->cfg.verbosity >= 2) {
-        double d[3] = {(double)sent, xfer, crpm_now() - t_all}, mx[3];
-        if (MPI_Allreduce(d, mx, 3, MPI_DOUBLE, MPI_MAX, ctx->comm) == MPI_SUCCESS && ctx->rank == 0)
-            printf("[crpm] restart: %d container%s rebuilt from partner copies, %.1f MiB per rank: transfer %.3f s "
-                   "(%.2f GB/s per lost rank), end to end %.3f s (%.2f GB/s per lost rank)\n", g->nrestore,
-                   g->nrestore == 1 ? "" : "s", mx[0] / 1048576.0, mx[1], mx[1] > 0 ? mx[0] / mx[1] / 1e9 : 0.0,
-                   mx[2], mx[2] > 0 ? mx[0] / mx[2] / 1e9 : 0.0);
-        fflush(stdout);
-    }
-    return rc;
-}
-
-/* Level 3 exists where the job's nodes form groups (api.c decided). */
-static int open_l3(crpm_ctx *ctx)
-{
-    if (!ctx->l3_groups)
-        return CRPM_SUCCESS;
-    crpm_l3_opts o = {
-        .group_size = (int)ctx->cfg.group_size,
-        .parity = (int)ctx->cfg.l3_parity,
-        .members = ctx->l3_members,
-        .groups = ctx->l3_groups,
-        .segment_size = ctx->cfg.segment_size,
-        .block_size = ctx->cfg.block_size,
-        .persistence = ctx->cfg.persistence,
-        .lock_wait_s = ctx->cfg.lock_wait_s,
-    };
-    crpm_testhook_l3(ctx, &o);
-    return crpm_level_l3(&ctx->l3, &ctx->env, &o);
-}
-
-/* A rebuilt image becomes this rank's container at the agreed epoch:
- * written under a temporary name, then renamed into place. */
-static int write_rebuilt(crpm_ctx *ctx, const crpm_l3_image *img, int64_t epoch, crpm_container **out)
-{
-    char tmp[CRPM_PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", ctx->path);
-    int rc = crpm_unlink_quiet(tmp);
-    crpm_container *c = NULL;
-    if (rc == 0)
-        rc = crpm_jobdir_open(ctx, tmp, 1, &c);
-    for (int i = 0; rc == 0 && i < img->nregions; i++) {
-        const crpm_array *a = &img->regions[i];
-        rc = crpm_container_protect(c, a->id, a->ptr, a->count, a->type_code, a->elem_size);
-    }
-    crpm_stats_t st;
-    if (rc == 0)
-        rc = crpm_container_checkpoint(c, img->user_id, &st);
-    if (rc == 0)
-        rc = crpm_container_renumber(c, (uint64_t)epoch);
-    if (c)
-        crpm_container_close(c);
-    if (rc == 0)
-        rc = crpm_durable_rename(tmp, ctx->path);
-    if (rc == 0)
-        rc = crpm_jobdir_open(ctx, ctx->path, 0, out);
-    return rc;
-}
-
-/* Containers lost with their nodes come back from their groups' survivors
- * and parity; survivors and parity go to the agreed epoch first. */
-static int restore_l3(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
-{
-    int lost = g->rebuild[ctx->rank] != 0, usable = 0, rc = CRPM_SUCCESS;
-    if (lost) {
-        rc = set_aside(ctx, g);
-        /* the identity every container of the run holds (the decision checked it) */
-        memcpy(ctx->run_id, &g->all[(size_t)ctx->rank * CRPM_F_N + CRPM_F_RUN0], sizeof ctx->run_id);
-    } else if ((int64_t)crpm_container_epoch(g->c) == v->epoch + 1) {
-        rc = crpm_container_rollback(g->c);
-    }
-    if (rc == 0) {
-        crpm_level_l3_attach(&ctx->l3, lost ? NULL : g->c);
-        rc = crpm_level_l3_at(&ctx->l3, (uint64_t)v->epoch, &usable);
-    }
-    rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init: preparing the level-3 rebuild");
-    int64_t *use = calloc((size_t)ctx->nranks, sizeof *use), u = usable;
-    if (rc == 0)
-        rc = crpm_agree(ctx->comm, ctx->rank, use ? 0 : crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory"),
-                        "crpm_init");
-    if (rc == 0) {
-        int mrc = MPI_Allgather(&u, 1, MPI_INT64_T, use, 1, MPI_INT64_T, ctx->comm);
-        if (mrc != MPI_SUCCESS)
-            rc = crpm_mpi_fail(mrc, "crpm_init: MPI_Allgather");
-    }
-    crpm_l3_image img = {0};
-    uint64_t sent = 0;
-    double t0 = crpm_now(), decode = 0;
-    if (rc == 0)
-        rc = crpm_agree(ctx->comm, ctx->rank, crpm_level_l3_rebuild(&ctx->l3, g->rebuild, use, &img, &sent, &decode),
-                        "crpm_init: rebuilding containers from level-3 parity");
-    int wrc = rc == 0 && lost ? write_rebuilt(ctx, &img, v->epoch, &g->c) : CRPM_SUCCESS;
-    /* the survivors wait for the lost ranks' writes without polling */
-    if (rc == 0)
-        rc = crpm_agree_idle(ctx->comm, ctx->rank, wrc, "crpm_init: writing a container rebuilt from level-3 parity");
-    if (rc == 0 && ctx->cfg.verbosity >= 2) {
-        uint64_t bytes = 0;
-        for (int i = 0; i < img.nregions; i++)
-            bytes += crpm_array_bytes(&img.regions[i]);
-        /* largest rebuilt container; slowest rank's times, in one reduction:
-         * "decoded in" is the reconstruction alone (its moves, decodes and the
-         * agreements between its phases), "in all" includes writing it */
-        double mine[3] = {(double)bytes, crpm_now() - t0, decode}, mx[3];
-        if (MPI_Allreduce(mine, mx, 3, MPI_DOUBLE, MPI_MAX, ctx->comm) == MPI_SUCCESS && ctx->rank == 0)
-            printf("[crpm] restart: %d container%s rebuilt from level-3 parity at epoch %lld (%.2f MiB per lost rank: "
-                   "decoded in %.3f s, %.2f GB/s; written in %.3f s in all)\n", g->nrebuild,
-                   g->nrebuild == 1 ? "" : "s", (long long)v->epoch, mx[0] / 1048576.0, mx[2],
-                   mx[2] > 0 ? mx[0] / mx[2] / 1e9 : 0.0, mx[1]);
-        fflush(stdout);
-    }
-    crpm_l3_image_free(&img);
-    free(use);
-    return rc;
-}
-
-/* The verdict; when it asks for level 4, after looking there (collective). */
+/* The verdict; when it asks, after the followers looked for a checkpoint of
+ * their own (collective). */
 static int decide(crpm_ctx *ctx, gathered *g, crpm_verdict *v)
 {
     *v = crpm_decide_restart(&g->f);
     if (v->kind != CRPM_V_ASK_L4)
         return CRPM_SUCCESS;
-    int rc = gather_l4(ctx, g);
+    int rc = crpm_coord_lookup(ctx, &g->found, &g->found_by);
+    g->f.l4_known = 1;
+    g->f.l4_found = rc == 0 && g->found.found;
+    g->f.l4_epoch = g->found.epoch;
+    g->f.l4_id = g->found.id;
+    g->f.l4_damaged = rc == 0 && g->found.damaged;
     if (rc == 0)
         *v = crpm_decide_restart(&g->f);
     return rc;
+}
+
+/* The followers' plans over every rank's facts, then the decision. */
+static int plan(crpm_ctx *ctx, gathered *g, crpm_verdict *v)
+{
+    int repaired = 0;
+    crpm_decide_top(g->all, ctx->nranks, &g->f.top_epoch, &g->f.top_uid);
+    int rc = crpm_coord_plan(ctx, g->all, g->extra, &repaired);
+    if (rc != 0)
+        return rc;
+    g->nprev = crpm_decide_prev_patch(g->all, ctx->nranks);
+    g->f.repaired = repaired + g->nprev > 0;
+    return decide(ctx, g, v);
 }
 
 /* Damaged data nothing could repair at its epoch: every rank resumes at the
@@ -416,164 +249,112 @@ static void note_fallback(crpm_ctx *ctx, const gathered *g, const crpm_verdict *
     }
 }
 
+/* A level-1 verdict: the followers bring lost containers back. */
+static int restore_lost(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
+{
+    if (g->nprev)
+        note_fallback(ctx, g, v);
+    crpm_restart_io io = {.epoch = v->epoch, .path = ctx->path, .own = &g->c, .run_id = ctx->run_id,
+                          .set_aside = io_set_aside, .open = io_open, .arg = g};
+    return crpm_coord_restore(ctx, &io);
+}
+
+/* A level-1 verdict: a rank ahead rolls back; if the ranks then disagree,
+ * the decision is taken again without level 1. */
+static int resume_l1(crpm_ctx *ctx, gathered *g, crpm_verdict *v)
+{
+    int rc = apply_l1(ctx, g, v);
+    if (rc != 0 && rc != CRPM_ERR_MPI) {
+        snprintf(g->own_msg, sizeof g->own_msg, "%s", crpm_last_error());
+        g->f.l1_rejected = 1;
+        rc = decide(ctx, g, v);
+    }
+    return rc;
+}
+
+/* Every container made anew, all with this run's identity: the ones that
+ * hold data kept aside first when the verdict says so. */
+static int create_fresh(crpm_ctx *ctx, gathered *g, const crpm_verdict *v, const char *what)
+{
+    int lrc = v->set_aside ? set_aside(ctx, g) : CRPM_SUCCESS;
+    if (lrc == 0) {
+        crpm_container_close(g->c);
+        g->c = NULL;
+        lrc = crpm_jobdir_create_fresh(ctx, &g->c);
+    }
+    return crpm_agree(ctx->comm, ctx->rank, lrc, what);
+}
+
+/* Any verdict but level 1 (or one level 1 could not serve after all). */
+static int apply_other(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
+{
+    int fresh = v->kind == CRPM_V_FRESH || v->kind == CRPM_V_FULL ||
+                (v->kind == CRPM_V_ERROR && v->l1 == CRPM_L1S_FULL_NOCOMMON);
+    int rc = fresh || v->kind == CRPM_V_L4 ? new_run_id(ctx) : CRPM_SUCCESS;
+    if (rc == 0 && v->kind == CRPM_V_L4 && g->found_by) {
+        /* Level 1 is made anew beside the restart from the follower's checkpoint. */
+        char what[128];
+        snprintf(what, sizeof what, "crpm_init: re-creating the containers after a level-%d restart",
+                 g->found_by->level);
+        rc = create_fresh(ctx, g, v, what);
+        if (rc == 0) {
+            ctx->last_id = (uint64_t)g->found.id;
+            ctx->source = &g->found_by->lv;
+            ctx->status = g->found_by->level; /* CRPM_STATUS_Ln == n */
+            if (ctx->rank == 0 && ctx->cfg.verbosity >= 2)
+                printf("[crpm] restart: level-%d checkpoint %lld from %s\n", g->found_by->level,
+                       (long long)g->found.id, g->found.where);
+        }
+    }
+    if (rc == 0 && fresh)
+        rc = create_fresh(ctx, g, v, "crpm_init: creating the containers");
+    if (rc == 0 && v->kind == CRPM_V_ERROR)
+        rc = crpm_agree(ctx->comm, ctx->rank,
+                        crpm_verdict_error(&g->f, v, ctx->rank, v->l1 == CRPM_L1S_L4_CORRUPT ? g->found.why : g->own_msg,
+                                           ctx->job_dir, ctx->cfg.job_name),
+                        "crpm_init");
+    return rc;
+}
+
 int crpm_restart(crpm_ctx *ctx)
 {
     gathered g;
     memset(&g, 0, sizeof g);
-    int rc = crpm_agree(ctx->comm, ctx->rank, open_l2(ctx), "crpm_init: locking the partner copies");
-    if (rc == 0)
-        rc = crpm_agree(ctx->comm, ctx->rank, open_l3(ctx), "crpm_init: locking the parity containers");
-    if (rc != 0)
-        return rc;
-    rc = gather(ctx, &g);
-    rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init");
-    if (rc == 0)
-        crpm_decide_top(g.all, ctx->nranks, &g.f.top_epoch, &g.f.top_uid);
-    if (rc == 0 && ctx->l2.ops) {
-        if (!(g.restore = calloc((size_t)ctx->nranks, sizeof *g.restore)))
-            rc = crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
-        rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init");
-        if (rc == 0) {
-            g.nrestore = crpm_decide_l2_patch(g.all, ctx->nranks, g.restore);
-            for (int r = 0; r < ctx->nranks; r++)
-                g.l2_in_use |= g.all[(size_t)r * CRPM_F_N + CRPM_F_REP_FILE] != 0;
-        }
-    }
-    if (rc == 0 && ctx->l3.ops) {
-        if (!(g.rebuild = calloc((size_t)ctx->nranks, sizeof *g.rebuild)))
-            rc = crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
-        rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init");
-        if (rc == 0) {
-            for (int r = 0; r < ctx->nranks; r++)
-                g.l3_in_use |= g.all[(size_t)r * CRPM_F_N + CRPM_F_PAR_OK] != 0;
-            g.nrebuild = crpm_decide_l3_patch(g.all, ctx->nranks, ctx->l3_groups, ctx->l3_members,
-                                              (int)ctx->cfg.group_size, (int)ctx->cfg.l3_parity, g.rebuild);
-        }
-    }
+    g.ctx = ctx;
     crpm_verdict v = {0};
+    int rc = crpm_coord_open(ctx);
+    if (rc == 0)
+        rc = crpm_agree(ctx->comm, ctx->rank, gather(ctx, &g), "crpm_init");
     if (rc == 0) {
-        g.nprev = crpm_decide_prev_patch(g.all, ctx->nranks);
-        g.f.repaired = g.nrestore + g.nrebuild + g.nprev > 0;
-        rc = decide(ctx, &g, &v);
-        if (rc == 0 && v.kind == CRPM_V_L1 && g.nprev)
-            note_fallback(ctx, &g, &v);
-        if (rc == 0 && v.kind == CRPM_V_L1 && g.nrestore)
-            rc = restore_l2(ctx, &g);
-        if (rc == 0 && v.kind == CRPM_V_L1 && g.nrebuild)
-            rc = restore_l3(ctx, &g, &v);
+        rc = plan(ctx, &g, &v);
+        if (rc == 0 && v.kind == CRPM_V_L1)
+            rc = restore_lost(ctx, &g, &v);
         if (ctx->rank == 0 && ctx->cfg.verbosity >= 3)
             printf("[crpm] init: %d of %d containers exist, %d unreadable, epochs %lld..%lld, other rank count: "
                    "%s\n", v.n_exist, ctx->nranks, v.n_fail, (long long)(v.emax < 0 ? 0 : v.emin),
                    (long long)(v.emax < 0 ? 0 : v.emax), v.l1 == CRPM_L1S_NRANKS ? "yes" : "no");
     }
-    if (rc == 0 && v.kind == CRPM_V_L1) {
-        rc = apply_l1(ctx, &g, &v);
-        if (rc != 0 && rc != CRPM_ERR_MPI) {
-            snprintf(g.own_msg, sizeof g.own_msg, "%s", crpm_last_error());
-            g.f.l1_rejected = 1;
-            rc = decide(ctx, &g, &v);
-        }
-    }
+    if (rc == 0 && v.kind == CRPM_V_L1)
+        rc = resume_l1(ctx, &g, &v);
     if (rc == 0) /* another rank count's checkpoint may apply (reshape.c): v becomes a fresh start */
-        rc = crpm_reshape_restart(ctx, &v, g.l4_path);
-    if (rc == 0 && (v.kind == CRPM_V_L4 || v.kind == CRPM_V_FRESH || v.kind == CRPM_V_FULL ||
-                    (v.kind == CRPM_V_ERROR && v.l1 == CRPM_L1S_FULL_NOCOMMON)))
-        rc = new_run_id(ctx);
-    if (rc == 0 && v.kind == CRPM_V_L4) {
-        /* Level 1 is made anew beside the level-4 restart. */
-        int lrc = v.set_aside ? set_aside(ctx, &g) : CRPM_SUCCESS;
-        crpm_container_close(g.c);
-        g.c = NULL;
-        if (lrc == 0)
-            lrc = crpm_jobdir_create_fresh(ctx, &g.c);
-        rc = crpm_agree(ctx->comm, ctx->rank, lrc, "crpm_init: re-creating the containers after a level-4 restart");
-        if (rc == 0) {
-            crpm_level_close(&ctx->l4);
-            rc = crpm_level_l4(&ctx->l4, &ctx->env, g.l4_path);
-        }
-        if (rc == 0) {
-            ctx->last_id = (uint64_t)g.l4_id;
-            ctx->source = &ctx->l4;
-            ctx->status = CRPM_STATUS_L4;
-            if (ctx->rank == 0 && ctx->cfg.verbosity >= 2)
-                printf("[crpm] restart: level-4 checkpoint %d from %s\n", g.l4_id, g.l4_path);
-        }
-    }
-    if (rc == 0 && (v.kind == CRPM_V_FRESH || v.kind == CRPM_V_FULL ||
-                    (v.kind == CRPM_V_ERROR && v.l1 == CRPM_L1S_FULL_NOCOMMON))) {
-        /* Every container is made anew (ranks ahead at epoch 1 hold a first
-         * checkpoint that never completed), all with this run's identity. */
-        int lrc = v.set_aside ? set_aside(ctx, &g) : CRPM_SUCCESS;
-        if (lrc == 0) {
-            crpm_container_close(g.c);
-            g.c = NULL;
-            lrc = crpm_jobdir_create_fresh(ctx, &g.c);
-        }
-        rc = crpm_agree(ctx->comm, ctx->rank, lrc, "crpm_init: creating the containers");
-    }
-    if (rc == 0 && v.kind == CRPM_V_ERROR)
-        rc = crpm_agree(ctx->comm, ctx->rank,
-                        crpm_verdict_error(&g.f, &v, ctx->rank, v.l1 == CRPM_L1S_L4_CORRUPT ? g.l4_msg : g.own_msg,
-                                           ctx->job_dir, ctx->cfg.job_name),
-                        "crpm_init");
-    /* The primary level: the differential container, or full files. */
-    if (rc == 0 && ctx->cfg.method == CRPM_METHOD_FULL) {
-        rc = crpm_level_full(&ctx->primary, &ctx->env, v.kind == CRPM_V_FULL ? v.full_id : -1);
-        if (rc == 0 && v.kind == CRPM_V_FULL) {
-            ctx->source = &ctx->primary;
-            ctx->status = CRPM_STATUS_L1;
+        rc = crpm_reshape_restart(ctx, &v, g.found_by && g.found_by->level == 4 && g.found.found ? g.found.where : NULL);
+    if (rc == 0 && v.kind != CRPM_V_L1)
+        rc = apply_other(ctx, &g, &v);
+    /* The primary level over this rank's container (or full files), then
+     * the followers follow it, brought up to it after a level-1 restart. */
+    if (rc == 0)
+        rc = crpm_primary_open(ctx, &g.c, v.kind == CRPM_V_FULL ? v.full_id : -1);
+    if (rc == 0 && (v.kind == CRPM_V_L1 || v.kind == CRPM_V_FULL)) {
+        ctx->source = &ctx->primary;
+        ctx->status = v.kind == CRPM_V_FULL ? CRPM_STATUS_L1 : crpm_coord_status(ctx);
+        if (v.kind == CRPM_V_FULL)
             ctx->last_id = (uint64_t)v.full_id;
-        }
     }
-    if (rc == 0 && ctx->cfg.method == CRPM_METHOD_FULL) {
-        /* the empty container stays on disk beside the full files: it marks the job */
-        crpm_container_close(g.c);
-        g.c = NULL;
-    } else if (rc == 0) {
-        ctx->env.epoch = crpm_container_epoch(g.c);
-        rc = crpm_level_l1(&ctx->primary, &ctx->env, g.c);
-        g.c = NULL;
-        if (rc == 0 && v.kind == CRPM_V_L1) {
-            ctx->source = &ctx->primary;
-            ctx->status = g.nrebuild ? CRPM_STATUS_L3 : g.nrestore ? CRPM_STATUS_L2 : CRPM_STATUS_L1;
-        }
-    }
-    if (rc == 0 && ctx->l2.ops) {
-        /* partner copies follow the container from here; after a level-1
-         * restart they are brought up to it now (lost ones rebuilt), so the
-         * job is protected again before its first checkpoint */
-        crpm_level_l2_attach(&ctx->l2, crpm_level_l1_container(&ctx->primary));
-        if (v.kind == CRPM_V_L1 && g.l2_in_use) {
-            uint64_t sent = 0;
-            double t0 = crpm_now();
-            rc = crpm_agree(ctx->comm, ctx->rank, crpm_level_l2_sync(&ctx->l2, &sent),
-                            "crpm_init: bringing the partner copies up to date");
-            double d[2] = {(double)sent, crpm_now() - t0}, mx[2];
-            if (rc == 0 && ctx->cfg.verbosity >= 2 &&
-                MPI_Allreduce(d, mx, 2, MPI_DOUBLE, MPI_MAX, ctx->comm) == MPI_SUCCESS && ctx->rank == 0 && mx[0] > 0) {
-                printf("[crpm] restart: partner copies brought up to date, %.1f MiB from the busiest rank in %.3f s "
-                       "(agreement included)\n", mx[0] / 1048576.0, mx[1]);
-                fflush(stdout);
-            }
-        }
-    }
-    if (rc == 0 && ctx->l3.ops) {
-        /* parity follows the container from here; after a level-1 restart
-         * it is brought to the agreed epoch, re-encoded where it is not */
-        crpm_level_l3_attach(&ctx->l3, crpm_level_l1_container(&ctx->primary));
-        if (v.kind == CRPM_V_L1 && (g.l3_in_use || g.nrebuild)) {
-            int usable = 0;
-            uint64_t sent = 0;
-            rc = g.nrebuild ? CRPM_SUCCESS : crpm_level_l3_at(&ctx->l3, (uint64_t)v.epoch, &usable);
-            rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init: loading the parity");
-            if (rc == 0)
-                rc = crpm_agree(ctx->comm, ctx->rank, crpm_level_l3_sync(&ctx->l3, g.nrebuild != 0, &sent),
-                                "crpm_init: bringing the parity up to date");
-        }
-    }
+    if (rc == 0)
+        rc = crpm_coord_resync(ctx, v.kind == CRPM_V_L1, v.epoch);
     crpm_container_close(g.c);
+    crpm_coord_plan_free(ctx);
     free(g.all);
-    free(g.restore);
-    free(g.rebuild);
+    free(g.extra);
     return rc;
 }

@@ -14,6 +14,7 @@
 #include "agree.h"
 #include "clock.h"
 #include "context.h"
+#include "coordinate.h"
 #include "error.h"
 #include "fsutil.h"
 #include "schedule.h" /* crpm_fmt_secs */
@@ -273,9 +274,9 @@ int crpm_stop_level(const crpm_ctx *ctx)
     if (cfg->glbl_dir[0])
         return 4;
 #endif
-    if (cfg->ckpt_interval_l3 > 0 && ctx->l3.ops)
+    if (cfg->ckpt_interval_l3 > 0 && crpm_coord_has(ctx, CRPM_L3))
         return 3;
-    if (cfg->ckpt_interval_l2 > 0 && ctx->l2.ops)
+    if (cfg->ckpt_interval_l2 > 0 && crpm_coord_has(ctx, CRPM_L2))
         return 2;
     return 1;
 }

@@ -10,12 +10,11 @@
 #include "error.h"
 #include "testhook.h"
 
-/* level 2's and level 3's points, apart from the container's */
-#define L2_BASE 100
-#define L3_BASE 200
-#define RESHAPE_REMOVING 301 /* reshape.c: old rank count's files about to go */
-
-enum { BASE_L2_FULL_COPY = 1, BASE_L3_FULL_ENCODE = 2 };
+/* A follower level's points: level x 100 + its own (1, 2, 3), apart from
+ * the container's. */
+#define LEVEL_BASE 100
+static const char *const level_points[] = {"sent", "applied", "committed"};
+#define RESHAPE_REMOVING 90 /* reshape.c: old rank count's files about to go (below LEVEL_BASE) */
 
 static void kill_hook(void *arg, int point, uint64_t epoch)
 {
@@ -34,19 +33,18 @@ static int parse_kills(crpm_ctx *ctx)
     for (const char *p = v; *p;) {
         int r, n, end = 0;
         char point[32];
-        if (sscanf(p, "%d:%31[a-z_23]:%d%n", &r, point, &n, &end) != 3 || (p[end] && p[end] != ',') || n < 1)
+        if (sscanf(p, "%d:%31[a-z_0-9]:%d%n", &r, point, &n, &end) != 3 || (p[end] && p[end] != ',') || n < 1)
             return crpm_error(CRPM_ERR_CONFIG, "CRPM_TEST_KILL='%s': expected <rank>:<point>:<n>[,...]", v);
         int pt = strcmp(point, "before_data") == 0    ? CRPM_HOOK_BEFORE_DATA
                  : strcmp(point, "after_data") == 0   ? CRPM_HOOK_AFTER_DATA
                  : strcmp(point, "after_commit") == 0 ? CRPM_HOOK_AFTER_COMMIT
-                 : strcmp(point, "l2_sent") == 0      ? L2_BASE + CRPM_L2_HOOK_SENT
-                 : strcmp(point, "l2_applied") == 0   ? L2_BASE + CRPM_L2_HOOK_APPLIED
-                 : strcmp(point, "l2_committed") == 0 ? L2_BASE + CRPM_L2_HOOK_COMMITTED
-                 : strcmp(point, "l3_sent") == 0      ? L3_BASE + CRPM_L3_HOOK_SENT
-                 : strcmp(point, "l3_applied") == 0   ? L3_BASE + CRPM_L3_HOOK_APPLIED
-                 : strcmp(point, "l3_committed") == 0 ? L3_BASE + CRPM_L3_HOOK_COMMITTED
                  : strcmp(point, "reshape_removing") == 0 ? RESHAPE_REMOVING
                                                       : 0;
+        int lv = 0, off = 0;
+        if (!pt && sscanf(point, "l%d_%n", &lv, &off) == 1 && off > 0 && lv > CRPM_L1 && lv < LEVEL_BASE)
+            for (int i = 0; i < 3; i++)
+                if (strcmp(point + off, level_points[i]) == 0)
+                    pt = LEVEL_BASE * lv + 1 + i;
         if (!pt)
             return crpm_error(CRPM_ERR_CONFIG, "CRPM_TEST_KILL='%s': point must be before_data, after_data, "
                               "after_commit, l2_sent, l2_applied, l2_committed, l3_sent, l3_applied, l3_committed or reshape_removing", v);
@@ -60,19 +58,22 @@ static int parse_kills(crpm_ctx *ctx)
     return CRPM_SUCCESS;
 }
 
-/* CRPM_BENCH_BASELINE as BASE_* flags; -1 (with the error set) if malformed. */
+/* The baselines CRPM_BENCH_BASELINE may name. */
+static const char *const known_baselines[] = {"l2_full_copy", "l3_full_encode"};
+#define NBASELINES ((int)(sizeof known_baselines / sizeof known_baselines[0]))
+
+/* CRPM_BENCH_BASELINE as flags (bit i: known_baselines[i]); -1 (with the
+ * error set) if malformed. */
 static int baselines(void)
 {
-    static const struct { const char *name; int flag; } known[] = {
-        {"l2_full_copy", BASE_L2_FULL_COPY}, {"l3_full_encode", BASE_L3_FULL_ENCODE}};
     const char *v = getenv("CRPM_BENCH_BASELINE");
     int flags = 0;
     for (const char *p = v ? v : ""; *p;) {
         size_t len = strcspn(p, ",");
         int f = 0;
-        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-            if (strlen(known[i].name) == len && strncmp(p, known[i].name, len) == 0)
-                f = known[i].flag;
+        for (int i = 0; i < NBASELINES; i++)
+            if (strlen(known_baselines[i]) == len && strncmp(p, known_baselines[i], len) == 0)
+                f = 1 << i;
         if (!f) {
             crpm_error(CRPM_ERR_CONFIG, "CRPM_BENCH_BASELINE='%s': expected l2_full_copy and/or l3_full_encode, "
                        "separated by commas", v);
@@ -84,15 +85,24 @@ static int baselines(void)
     return flags;
 }
 
+int crpm_testhook_baseline(const char *name)
+{
+    int b = baselines();
+    for (int i = 0; b > 0 && i < NBASELINES; i++)
+        if (strcmp(name, known_baselines[i]) == 0)
+            return (b >> i) & 1;
+    return 0;
+}
+
 int crpm_testhook_parse(crpm_ctx *ctx)
 {
     int rc = parse_kills(ctx);
     int b = rc == CRPM_SUCCESS ? baselines() : 0;
     if (b < 0)
         return CRPM_ERR_CONFIG;
-    if (ctx->rank == 0 && (b & BASE_L2_FULL_COPY))
+    if (ctx->rank == 0 && (b & 1))
         printf("[crpm] benchmark baseline l2_full_copy: level 2 sends whole containers\n");
-    if (ctx->rank == 0 && (b & BASE_L3_FULL_ENCODE))
+    if (ctx->rank == 0 && (b & 2))
         printf("[crpm] benchmark baseline l3_full_encode: level 3 re-encodes whole containers\n");
     if (ctx->rank == 0 && b)
         fflush(stdout);
@@ -105,30 +115,25 @@ void crpm_testhook_attach(crpm_ctx *ctx, crpm_container *c)
         crpm_container_set_hook(c, kill_hook, ctx);
 }
 
-static void l2_hook(void *arg, int point) { kill_hook(arg, L2_BASE + point, 0); }
+/* The follower levels' hooks: the context and the level's base, by level. */
+static struct level_hook {
+    crpm_ctx *ctx;
+    int base;
+} level_hooks[LEVEL_BASE];
 
-void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o)
+static void level_hook(void *arg, int point)
 {
-    if (ctx->nkills) {
-        o->hook = l2_hook;
-        o->hook_arg = ctx;
-    }
-    int b = baselines();
-    o->full_copy = b > 0 && (b & BASE_L2_FULL_COPY);
+    const struct level_hook *h = arg;
+    kill_hook(h->ctx, h->base + point, 0);
 }
 
-static void l3_hook(void *arg, int point) { kill_hook(arg, L3_BASE + point, 0); }
-
-void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o)
+void crpm_testhook_level(crpm_ctx *ctx, int level, void (**hook)(void *arg, int point), void **arg)
 {
-    if (ctx->nkills) {
-        o->hook = l3_hook;
-        o->hook_arg = ctx;
-    }
-    const char *v = getenv("CRPM_TEST_L3_VERIFY");
-    o->verify = v && *v && strcmp(v, "0") != 0;
-    int b = baselines();
-    o->full_encode = b > 0 && (b & BASE_L3_FULL_ENCODE);
+    if (!ctx->nkills || level <= CRPM_L1 || level >= LEVEL_BASE)
+        return;
+    level_hooks[level] = (struct level_hook){ctx, LEVEL_BASE * level};
+    *hook = level_hook;
+    *arg = &level_hooks[level];
 }
 
 void crpm_testhook_point(crpm_ctx *ctx, const char *point)
@@ -137,11 +142,13 @@ void crpm_testhook_point(crpm_ctx *ctx, const char *point)
         kill_hook(ctx, RESHAPE_REMOVING, 0);
 }
 
-int crpm_testhook_skip_data_check(void)
+int crpm_testhook_env(const char *var)
 {
-    const char *v = getenv("CRPM_TEST_SKIP_DATA_CHECK");
+    const char *v = getenv(var);
     return v && *v && strcmp(v, "0") != 0;
 }
+
+int crpm_testhook_skip_data_check(void) { return crpm_testhook_env("CRPM_TEST_SKIP_DATA_CHECK"); }
 
 void crpm_testhook_pause(const char *point, int rank)
 {

@@ -23,14 +23,18 @@
 int crpm_testhook_parse(crpm_ctx *ctx);
 /* Installs the kill hook on a container when ctx asks for kills. */
 void crpm_testhook_attach(crpm_ctx *ctx, crpm_container *c);
-/* Level 2's kill points and baseline. */
-void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o);
-/* Level 3's kill points, parity check and baseline. */
+/* A follower level's kill points (l<level>_sent, _applied, _committed: its
+ * hook's points 1, 2, 3): *hook and *arg for its options when ctx asks for
+ * kills. */
+void crpm_testhook_level(crpm_ctx *ctx, int level, void (**hook)(void *arg, int point), void **arg);
+/* Whether CRPM_BENCH_BASELINE names this baseline. */
+int crpm_testhook_baseline(const char *name);
+/* Whether the environment variable is set and not "0" (CRPM_TEST_L3_VERIFY). */
+int crpm_testhook_env(const char *var);
 /* CRPM_TEST_SKIP_DATA_CHECK=1: restart does not check the containers' data
  * before deciding, so that tests reach the checks made where data is used
  * (a level-3 survivor's units). */
 int crpm_testhook_skip_data_check(void);
-void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o);
 /* CRPM_TEST_PAUSE=<point>:<dir> holds every rank that reaches `point`
  * (init_lock: the job directory made, its lock not yet taken;
  * finalize_marker: the finished-run marker written, nothing removed;
@@ -45,8 +49,16 @@ void crpm_testhook_point(crpm_ctx *ctx, const char *point);
 #else
 static inline int crpm_testhook_parse(crpm_ctx *ctx) { (void)ctx; return 0; }
 static inline void crpm_testhook_attach(crpm_ctx *ctx, crpm_container *c) { (void)ctx; (void)c; }
-static inline void crpm_testhook_l2(crpm_ctx *ctx, crpm_l2_opts *o) { (void)ctx; (void)o; }
-static inline void crpm_testhook_l3(crpm_ctx *ctx, crpm_l3_opts *o) { (void)ctx; (void)o; }
+static inline void crpm_testhook_level(crpm_ctx *ctx, int level, void (**hook)(void *arg, int point), void **arg)
+{
+    (void)ctx;
+    (void)level;
+    (void)hook;
+    (void)arg;
+}
+/* macros, so that no hook's name is left in a shipped library */
+#define crpm_testhook_baseline(name) 0
+#define crpm_testhook_env(var) 0
 static inline void crpm_testhook_pause(const char *point, int rank) { (void)point; (void)rank; }
 static inline int crpm_testhook_skip_data_check(void) { return 0; }
 static inline void crpm_testhook_point(crpm_ctx *ctx, const char *point) { (void)ctx; (void)point; }

@@ -160,14 +160,18 @@ static void decisions(const char *dir)
     /* The final level's cost is used; without it, the costliest measured. */
     setup(dir, 100, 0);
     ctx.cfg.ckpt_interval_l2 = 1;
-    ctx.l2.ops = (const crpm_level_ops *)&ctx; /* any non-NULL: level 2 is available */
+    ctx.fol[0].level = CRPM_L2; /* level 2 is available: its follower is open (any non-NULL ops) */
+    ctx.fol[0].lv.ops = (const crpm_level_ops *)&ctx;
+    ctx.nfol = 1;
     CHECK(crpm_stop_level(&ctx) == 2);
     crpm_stop_record(&ctx, 1, 1);
     crpm_stop_record(&ctx, 2, 55);
     CHECK(poll_once(1, &measure) == 1, "level 2's cost decides");
     setup(dir, 100, 0);
     ctx.cfg.ckpt_interval_l2 = 1;
-    ctx.l2.ops = (const crpm_level_ops *)&ctx;
+    ctx.fol[0].level = CRPM_L2;
+    ctx.fol[0].lv.ops = (const crpm_level_ops *)&ctx;
+    ctx.nfol = 1;
     crpm_stop_record(&ctx, 1, 55);
     CHECK(poll_once(1, &measure) == 1 && measure == 0, "no level-2 cost: level 1's is used");
 
