@@ -434,6 +434,31 @@ static herr_t name_cb(hid_t g, const char *name, const H5L_info_t *info, void *a
 /* Checks group rank_<rank> of an open file.  read_into: the saved set must
  * equal regions[0..nregions) and the data is read into them.  Otherwise every
  * dataset is verified and, if out != NULL, described. */
+/* A saved dataset into the protected array r, after its description was
+ * checked against r's. */
+static int read_into_array(hid_t ds, const char *dwhere, const l4_saved *s, const crpm_array *r)
+{
+    int rc = CRPM_SUCCESS;
+    if (s->type_code != r->type_code || s->elem_size != r->elem_size || s->count != r->count)
+        rc = crpm_error(CRPM_ERR_MISMATCH,
+                        "%s: saved type %d x %llu elements of %llu bytes, protected type %d x %llu of %llu",
+                        dwhere, (int)s->type_code, (unsigned long long)s->count,
+                        (unsigned long long)s->elem_size, (int)r->type_code,
+                        (unsigned long long)r->count, (unsigned long long)r->elem_size);
+    void *bytes = NULL, *host = NULL; /* not host memory: checked in a host buffer, then copied in */
+    if (rc == CRPM_SUCCESS)
+        rc = crpm_array_fill_begin(r, &bytes, &host);
+    if (rc == CRPM_SUCCESS) {
+        hid_t mt = l4_type(r->type_code, r->elem_size);
+        rc = mt < 0 ? l4_h5_fail("%s: cannot build the memory type", dwhere)
+                    : l4_read_checked(ds, dwhere, s, bytes, mt);
+        l4_close_id(&mt, H5Tclose);
+        int frc = crpm_array_fill_end(r, host, rc == CRPM_SUCCESS);
+        rc = rc ? rc : frc;
+    }
+    return rc;
+}
+
 int l4_check_group(hid_t f, const char *fname, int rank, int read_into, int nregions,
                        const crpm_array *regions, FILE *out)
 {
@@ -507,24 +532,7 @@ int l4_check_group(hid_t f, const char *fname, int rank, int read_into, int nreg
         l4_saved s;
         rc = l4_read_saved(ds, dwhere, &s);
         if (rc == CRPM_SUCCESS && read_into) {
-            const crpm_array *r = &regions[i];
-            if (s.type_code != r->type_code || s.elem_size != r->elem_size || s.count != r->count)
-                rc = crpm_error(CRPM_ERR_MISMATCH,
-                                "%s: saved type %d x %llu elements of %llu bytes, protected type %d x %llu of %llu",
-                                dwhere, (int)s.type_code, (unsigned long long)s.count,
-                                (unsigned long long)s.elem_size, (int)r->type_code,
-                                (unsigned long long)r->count, (unsigned long long)r->elem_size);
-            void *bytes = NULL, *host = NULL; /* not host memory: checked in a host buffer, then copied in */
-            if (rc == CRPM_SUCCESS)
-                rc = crpm_array_fill_begin(r, &bytes, &host);
-            if (rc == CRPM_SUCCESS) {
-                hid_t mt = l4_type(r->type_code, r->elem_size);
-                rc = mt < 0 ? l4_h5_fail("%s: cannot build the memory type", dwhere)
-                            : l4_read_checked(ds, dwhere, &s, bytes, mt);
-                l4_close_id(&mt, H5Tclose);
-                int frc = crpm_array_fill_end(r, host, rc == CRPM_SUCCESS);
-                rc = rc ? rc : frc;
-            }
+            rc = read_into_array(ds, dwhere, &s, &regions[i]);
         } else if (rc == CRPM_SUCCESS) {
             rc = l4_read_checked(ds, dwhere, &s, NULL, -1);
             if (out)

@@ -27,6 +27,10 @@ contiguous (C or Fortran order) and writeable; the package keeps each
 protected array alive until it is protected again under its id or the
 library is finalized.
 
+Global datasets (define_global, add_subset, protect_replicated,
+global_dims: restart on another number of ranks) and the persistent heap
+(heap_array, set_root, get_root, heap_free, heap_used): see crpm._global.
+
 Constants: the checkpoint levels L1..L4, STATUS_*, SNAP_*, ERR_* (the C
 API's values, read from its headers at build time).
 """
@@ -112,6 +116,14 @@ def protect(id, array):
     a non-contiguous or read-only array, TypeError for a non-array or an
     object dtype."""
     id = _int32(id, "id")
+    _check_array(id, array)
+    t = crpm_type(array.dtype)
+    check(_C.crpm_protect(id, array.ctypes.data, array.size, t), "crpm_protect")
+    _protected[id] = array
+
+
+def _check_array(id, array):
+    """The checks protect() makes on what it protects."""
     if not isinstance(array, np.ndarray):
         raise TypeError("crpm.protect(%d): expected a numpy.ndarray, got %s" % (id, type(array).__name__))
     if not (array.flags.c_contiguous or array.flags.f_contiguous):
@@ -120,9 +132,6 @@ def protect(id, array):
                          "views, or a contiguous copy that the program then uses" % id)
     if not array.flags.writeable:
         raise ValueError("crpm.protect(%d): the array is read-only, and recovery writes into it" % id)
-    t = crpm_type(array.dtype)
-    check(_C.crpm_protect(id, array.ctypes.data, array.size, t), "crpm_protect")
-    _protected[id] = array
 
 
 def protected(id):
@@ -203,3 +212,8 @@ def strerror(code):
 def last_error():
     """crpm_last_error(): this rank's latest failure."""
     return _lib.text(_C.crpm_last_error())
+
+
+# Global datasets and the persistent heap (after the names they use).
+from ._global import (add_subset, define_global, get_root, global_dims, heap_array, heap_free,  # noqa: E402,F401
+                      heap_used, protect_replicated, set_root)

@@ -72,13 +72,19 @@ _SIGNATURES = {
     "crpm_last_error": (ctypes.c_char_p, []),
 }
 
-for _name, (_res, _args) in _SIGNATURES.items():
-    try:
-        _fn = getattr(lib, _name)
-    except AttributeError:
-        raise ImportError("crpm: %s lacks %s: the library is older than this package" % (lib._name, _name))
-    _fn.restype = _res
-    _fn.argtypes = _args
+
+def declare(signatures):
+    """Sets restype and argtypes of each {name: (result, arguments)}."""
+    for name, (res, args) in signatures.items():
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            raise ImportError("crpm: %s lacks %s: the library is older than this package" % (lib._name, name))
+        fn.restype = res
+        fn.argtypes = args
+
+
+declare(_SIGNATURES)
 
 
 def text(p):

@@ -13,6 +13,9 @@ through PYTHONPATH as CTest sets it):
               SNAP_EXIT at iteration 0 on every rank; then a HALT file
               mid-run: it stops at iteration N > 0, and the relaunch resumes
               from N and ends with the C example's checksum
+  global_heap global_heap_app.py's phases: a global dataset written on 2
+              ranks and recovered on 3 (STATUS_RESHAPED), heap arrays in roots
+              recovered in place and after a relaunch
   install     cmake --install into a scratch prefix: the package lands in
               the prefix's site-packages and loads the prefix's libcrpm
   pip         pip install of a copy of python/ into a virtual environment
@@ -135,6 +138,15 @@ def scenario_stop(c):
           "the resumed run's checksum differs from the C example's")
 
 
+def scenario_global_heap(c):
+    d = c.dir("global_heap")
+    app = os.path.join(os.path.dirname(os.path.abspath(__file__)), "global_heap_app.py")
+    for phase, n in (("gwrite", 2), ("gread", 3), ("hwrite", 2), ("hread", 2)):
+        r = c.mpi(d, [c.py, app, phase, d], np=n)
+        check(r.rc == 0 and re.search(r"^%s: ok$" % phase, r.out, re.M),
+              "phase %s on %d ranks failed (rc %s)\n%s" % (phase, n, r.rc, tail(r.out, 30)))
+
+
 def scenario_install(c):
     d = c.dir("install")
     prefix = os.path.join(d, "prefix")
@@ -178,7 +190,7 @@ def scenario_pip(c):
     check(r.rc == 0 and "smoke: " + lib in r.out, "the pip-installed package failed (rc %s)\n%s" % (r.rc, tail(r.out)))
 
 
-SCENARIOS = [scenario_api, scenario_same_as_c, scenario_stop, scenario_install, scenario_pip]
+SCENARIOS = [scenario_api, scenario_same_as_c, scenario_stop, scenario_global_heap, scenario_install, scenario_pip]
 
 
 def main():
