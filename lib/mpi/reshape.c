@@ -154,7 +154,8 @@ static int scan(crpm_ctx *ctx, crpm_rs_file **out, int *nout)
         x->held = held;
         x->node = ctx->topo.node;
         x->scanner = ctx->rank;
-        snprintf(x->name, sizeof x->name, "%s", e->d_name);
+        if (snprintf(x->name, sizeof x->name, "%s", e->d_name) >= (int)sizeof x->name)
+            x->rc = CRPM_ERR_RANGE; /* no file of this job has so long a name */
         char path[CRPM_PATH_MAX];
         if (crpm_name_join(path, sizeof path, ctx->job_dir, e->d_name) != 0)
             x->rc = CRPM_ERR_RANGE;

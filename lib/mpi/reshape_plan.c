@@ -261,9 +261,10 @@ int crpm_rs_plan_make(const crpm_rs_facts *f, crpm_rs_plan *p)
     p->kind = CRPM_RS_ERROR;
     p->code = damaged ? CRPM_ERR_CORRUPT : CRPM_ERR_MISSING;
     p->N = best.N;
-    snprintf(p->msg, sizeof p->msg,
+    int len = snprintf(p->msg, sizeof p->msg,
              "crpm_init: the newest checkpoint was written by %d ranks and cannot be restored on %d: %s; and no "
              "level-4 file with a global layout to fall back to (a restart on another number of ranks reads the "
              "containers on nodes of the new job, their partner copies, or level 4)", best.N, f->M, why);
+    (void)len; /* a cause too long for the message is cut; the code says what failed */
     return p->kind;
 }
