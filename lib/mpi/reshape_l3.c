@@ -502,6 +502,14 @@ int crpm_rs_l3_rebuild(crpm_ctx *ctx, crpm_rs_restart *s, int *nbad)
     free(all);
     if (rc == 0)
         rc = adopt(&r);
+    if (rc == 0 && ctx->rank == 0 && ctx->cfg.verbosity >= 2) {
+        printf("[crpm] restart on %d ranks: rebuilt old rank(s)", ctx->nranks);
+        for (int q = 0, n = 0; q < r.N; q++)
+            if (p->build[q] >= 0)
+                printf("%s %d", n++ ? "," : "", q);
+        printf(" from level-3 parity at epoch %llu\n", (unsigned long long)p->epoch);
+        fflush(stdout);
+    }
     if (rc == 0) {
         crpm_rs_file *t = realloc(s->rebuilt, sizeof *t * (size_t)(s->nrebuilt + r.nmade + 1));
         if (t) {

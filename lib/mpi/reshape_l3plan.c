@@ -96,28 +96,40 @@ static int rank_of(const crpm_rs_plan *p, int N, int g, int m)
     return -1;
 }
 
+/* Whether a file of old rank r of kind `kind` failed its checks. */
+static int damaged(const crpm_rs_facts *f, const uint8_t *run, int r, int kind)
+{
+    for (int i = 0; i < f->nf; i++)
+        if (f->f[i].bad && f->f[i].q == r && f->f[i].kind == kind && of_run(&f->f[i], run))
+            return 1;
+    return 0;
+}
+
 /* Every codeword of lost old rank q keeps k units (data units only from
  * containers: a partner copy serves its rank, not the code).  0 and why. */
-static int decodable(const crpm_rs_facts *f, const crpm_rs_plan *p, int N, const int *src, int q, uint64_t e,
-                     char *why, size_t wn)
+static int decodable(const crpm_rs_facts *f, const uint8_t *run, const crpm_rs_plan *p, int N, const int *src, int q,
+                     uint64_t e, char *why, size_t wn)
 {
     crpm_l3_layout lay = {p->K, p->M};
     int k = p->K - p->M;
     for (int j = 0; j < k; j++) {
-        int c = crpm_l3_codeword_of(&lay, p->member[q], j), n = 0;
+        int c = crpm_l3_codeword_of(&lay, p->member[q], j), n = 0, bad = 0;
         for (int i = 0; i < k; i++) {
             int r = rank_of(p, N, p->group[q], crpm_l3_data_member(&lay, c, i));
-            n += r >= 0 && src[r] >= 0 && f->f[src[r]].kind == CRPM_RS_CONT;
+            int ok = r >= 0 && src[r] >= 0 && f->f[src[r]].kind == CRPM_RS_CONT;
+            n += ok;
+            bad |= !ok && r >= 0 && damaged(f, run, r, CRPM_RS_CONT);
         }
         for (int h = 0; h < p->M; h++) {
             int r = rank_of(p, N, p->group[q], crpm_l3_holder(&lay, c, h));
             n += r >= 0 && p->par[r] >= 0;
+            bad |= r >= 0 && p->par[r] < 0 && damaged(f, run, r, CRPM_RS_PARITY);
         }
         if (n < k) {
             snprintf(why, wn, "old rank %d's level-3 group keeps %d of the %d units of its codeword %d at epoch %llu "
-                     "(intact containers and parity reachable by this run), %d needed", q, n, p->K, c,
-                     (unsigned long long)e, k);
-            return 0;
+                     "(intact containers and parity reachable by this run), %d needed%s", q, n, p->K, c,
+                     (unsigned long long)e, k, bad ? "; some failed their checksums (see the messages above)" : "");
+            return bad ? -1 : 0;
         }
     }
     return 1;
@@ -175,8 +187,11 @@ int crpm_rs_plan_l3(const crpm_rs_facts *f, const uint8_t run[16], int N, uint64
     for (int q = 0; q < N; q++) {
         if (src[q] >= 0)
             continue;
-        if (!decodable(f, p, N, src, q, e, why, wn))
+        int d = decodable(f, run, p, N, src, q, e, why, wn);
+        if (d <= 0) {
+            ok = d < 0 ? -2 : 0;
             goto out;
+        }
         /* old rank q itself when this job has it, else the least loaded rank */
         p->build[q] = q < f->M ? q : least_loaded(f, load, -1);
         load[p->build[q]] += 2;

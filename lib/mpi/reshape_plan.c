@@ -171,9 +171,10 @@ static void assign_readers(const crpm_rs_facts *f, const gen *g, const int *src,
 
 /* Old ranks without a source rebuilt from level 3 at e0, or at e0 - 1 when
  * the parity had not reached e0 (as the level-3 restart tries): 1 with
- * p->epoch set; else 0 and why completed (-1: out of memory, as 0). */
+ * p->epoch set; else 0 and why completed (*damaged: for want of units
+ * that failed their checks). */
 static int rebuild_l3(const crpm_rs_facts *f, const gen *g, uint64_t e0, int *src, uint64_t *uid, crpm_rs_plan *p,
-                      char *why, size_t wn)
+                      char *why, size_t wn, int *damaged)
 {
     char l3why[300] = "", tmp[300];
     for (uint64_t e = e0; e >= 1 && e + 1 >= e0; e--) {
@@ -184,8 +185,10 @@ static int rebuild_l3(const crpm_rs_facts *f, const gen *g, uint64_t e0, int *sr
             p->epoch = e;
             return 1;
         }
-        if (!l3why[0])
-            snprintf(l3why, sizeof l3why, "%s", rc < 0 ? "out of memory" : tmp);
+        if (!l3why[0]) {
+            snprintf(l3why, sizeof l3why, "%s", rc == -1 ? "out of memory" : tmp);
+            *damaged |= rc == -2;
+        }
     }
     size_t used = strlen(why);
     if (l3why[0] && used < wn)
@@ -277,7 +280,8 @@ int crpm_rs_plan_make(const crpm_rs_facts *f, crpm_rs_plan *p)
     ok = ok > 0;
     if (ok)
         p->epoch = e0;
-    else if (best.level == 3 && e0 != UINT64_MAX && (ok = rebuild_l3(f, &best, e0, src, &uid, p, why, sizeof why)))
+    else if (best.level == 3 && e0 != UINT64_MAX &&
+             (ok = rebuild_l3(f, &best, e0, src, &uid, p, why, sizeof why, &damaged)))
         damaged = 0;
     if (ok && !(l4 >= 0 && f->l4[l4].time_ns > best.latest)) {
         p->kind = CRPM_RS_L1;

@@ -84,8 +84,8 @@ void crpm_rs_plan_free(crpm_rs_plan *p);
 /* Level-3 part of the plan (reshape_l3plan.c): which old ranks without a
  * source (src[q] < 0) the parity of run `run` (N ranks) rebuilds at epoch
  * e, from the containers in src and the parity files found.  1: all of
- * them (p->build and the rest set); 0: not all, why says which and why;
- * -1: out of memory. */
+ * them (p->build and the rest set); 0: not all, why says which and why
+ * (-2: some of the units lacking failed their checks); -1: out of memory. */
 int crpm_rs_plan_l3(const crpm_rs_facts *f, const uint8_t run[16], int N, uint64_t e, const int *src,
                     crpm_rs_plan *p, char *why, size_t wn);
 /* The level-3 fields of p freed. */
