@@ -36,7 +36,7 @@
 #include "mpi_wait.h"
 #include "reshape_int.h"
 
-#define TAG_RS_L3 7480
+#define TAG_RS_L3 7990 /* clear of level 3's tags (7400 + codeword, 7700 + codeword) */
 /* The builder's receive buffers per window (k x k units per row). */
 #define RS_L3_WINDOW ((uint64_t)16 << 20)
 
