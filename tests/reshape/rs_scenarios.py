@@ -40,7 +40,10 @@ first committed checkpoint (or its recovery), never by the library.
               container is rebuilt (reshape_rebuilt) leaves the old files as
               they were; 6 ranks as 6 nodes then rebuild old ranks 2 and 3
               from the survivors and parity (moved over MPI), restart from
-              them and end with the reference; no kept file is left
+              them and end with the reference; no kept file is left;
+              with l3_parity 2, a damaged parity file needed by the first
+              plan is an erasure, the plan is made again and another parity
+              unit serves: the reference
   removal     4 ranks, then 3: the old files outlive a kill before the first
               checkpoint committed (the next launch reshapes again from
               them) and a kill right after it committed (reshape_removing:
@@ -388,6 +391,20 @@ def scenario_l3_node(ctx):
           "old ranks 2 and 3 were not rebuilt from level 3\n%s" % tail(t6))
     left = [p for n in nodes for p in files(os.path.join(w, n), skip=(".lock",)) if ".held-" in p]
     check(not left, "kept files left after the job finished: %s" % left)
+    # l3_parity 2: a damaged parity unit is an erasure, another parity unit serves
+    p2 = os.path.join(w, "p2", "node%n")
+    cfg = config(os.path.join(w, "p2.ini"), {"ckpt_dir": p2, "node_size": 2, "group_size": 4, "l3_parity": 2,
+                                             "keep_last_ckpt": 1})
+    r = crpmtest.run_job(crpmtest.mpiexec(8) + [ctx.a.heat] + HEAT[:4] + ["--iters", "200", "--crpm", cfg,
+                                                                         "--ckpt-every", "100", "--level", "3"],
+                         env=env(w), timeout=TIMEOUT)
+    check(r.rc == 0, "the 8-rank run with l3_parity 2 failed\n%s" % tail(r.out))
+    shutil.rmtree(os.path.join(w, "p2", "node1"))
+    damage_segments(ctx, os.path.join(w, "p2", "node2", "rs", "parity-4.crpm"))
+    t = finish(ctx, heat(ctx, 6, config(os.path.join(w, "p2n.ini"), {"ckpt_dir": p2, "node_size": 1})), w)
+    check(restarted(t, 6, "reshaped") == 200 and "not using parity-4.crpm to rebuild from level 3" in t and
+          "rebuilt old rank(s) 2, 3 from level-3 parity" in t,
+          "with l3_parity 2 the damaged parity was not replaced by another unit\n%s" % tail(t))
 
 
 def rs(ctx, np_, cfg, *args):
