@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agree.h"
+#include "clock.h"
 #include "engine.h"
 #include "error.h"
 #include "fsutil.h"
@@ -65,6 +66,7 @@ typedef struct rsl3 {
     int *lost;                 /* k: its place among each decoder's lost units */
     crpm_rs_file *made;        /* the files this rank rebuilt */
     int nmade;
+    uint64_t bytes;            /* the images it decoded */
 } rsl3;
 
 static int rank_of(const crpm_rs_plan *p, int N, int g, int m)
@@ -133,11 +135,15 @@ static int open_one(rsl3 *r, int fi)
     crpm_container **c = &r->op[fi].c;
     if (rc == 0)
         rc = crpm_format_open(&o, c, NULL);
-    if (rc == 0 && x->kind == CRPM_RS_CONT && crpm_container_epoch(*c) == e + 1)
+    /* the view of epoch e (a slot loaded shows its regions and user id; the
+     * container's epoch stays its committed one) */
+    int ahead = rc == 0 && x->kind == CRPM_RS_CONT && crpm_container_epoch(*c) == e + 1;
+    if (ahead)
         rc = crpm_load_slot(*c, e);
     else if (rc == 0 && x->kind == CRPM_RS_PARITY && crpm_container_user_id(*c) != e && crpm_container_epoch(*c) > 1)
         rc = crpm_load_slot(*c, crpm_container_epoch(*c) - 1); /* its previous state encodes e */
-    uint64_t at = rc != 0 ? 0 : x->kind == CRPM_RS_CONT ? crpm_container_epoch(*c) : crpm_container_user_id(*c);
+    uint64_t at = rc != 0 ? 0 : x->kind == CRPM_RS_PARITY ? crpm_container_user_id(*c)
+                                                          : ahead ? e : crpm_container_epoch(*c);
     if (rc == 0 && at != e)
         rc = crpm_error(CRPM_ERR_EPOCH, "%s: holds epoch %llu, the restart needs %llu", path, (unsigned long long)at,
                         (unsigned long long)e);
@@ -392,6 +398,7 @@ static int build_one(rsl3 *r, int q)
             wrc = crpm_error(CRPM_ERR_CORRUPT, "crpm_init: old rank %d rebuilt from level 3 is no valid checkpoint", q);
         else
             wrc = write_rebuilt(r, q, img, &r->made[r->nmade]);
+        r->bytes += units * unit;
         r->nmade += wrc == 0;
     }
     if (rc == 0)
@@ -486,6 +493,7 @@ int crpm_rs_l3_rebuild(crpm_ctx *ctx, crpm_rs_restart *s, int *nbad)
     int rc = r.op && r.bad && r.dec && r.pc && r.lost && r.made && all ? crpm_l3_code_init(&r.code, k, p->M)
                                                                : crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
     rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init: rebuilding from level-3 parity");
+    double t0 = crpm_now();
     if (rc == 0)
         rc = open_all(&r);
     for (int q = 0; rc == 0 && q < r.N; q++)
@@ -502,12 +510,16 @@ int crpm_rs_l3_rebuild(crpm_ctx *ctx, crpm_rs_restart *s, int *nbad)
     free(all);
     if (rc == 0)
         rc = adopt(&r);
-    if (rc == 0 && ctx->rank == 0 && ctx->cfg.verbosity >= 2) {
+    /* the busiest builder's bytes and the slowest rank's time */
+    double mine[2] = {(double)r.bytes, crpm_now() - t0}, mx[2] = {0, 0};
+    if (rc == 0 && ctx->cfg.verbosity >= 2 && MPI_Allreduce(mine, mx, 2, MPI_DOUBLE, MPI_MAX, ctx->comm) == MPI_SUCCESS &&
+        ctx->rank == 0) {
         printf("[crpm] restart on %d ranks: rebuilt old rank(s)", ctx->nranks);
         for (int q = 0, n = 0; q < r.N; q++)
             if (p->build[q] >= 0)
                 printf("%s %d", n++ ? "," : "", q);
-        printf(" from level-3 parity at epoch %llu\n", (unsigned long long)p->epoch);
+        printf(" from level-3 parity at epoch %llu (%.2f MiB decoded by the busiest rank; %.3f s)\n",
+               (unsigned long long)p->epoch, mx[0] / 1048576.0, mx[1]);
         fflush(stdout);
     }
     if (rc == 0) {

@@ -176,7 +176,8 @@ static void assign_readers(const crpm_rs_facts *f, const gen *g, const int *src,
 static int rebuild_l3(const crpm_rs_facts *f, const gen *g, uint64_t e0, int *src, uint64_t *uid, crpm_rs_plan *p,
                       char *why, size_t wn, int *damaged)
 {
-    char l3why[300] = "", tmp[300];
+    char l3why[700] = "", tmp[300];
+    size_t lu = 0;
     for (uint64_t e = e0; e >= 1 && e + 1 >= e0; e--) {
         if (pick_sources(f, g, e, src, uid, tmp, sizeof tmp, 1) <= 0)
             continue;
@@ -185,10 +186,10 @@ static int rebuild_l3(const crpm_rs_facts *f, const gen *g, uint64_t e0, int *sr
             p->epoch = e;
             return 1;
         }
-        if (!l3why[0]) {
-            snprintf(l3why, sizeof l3why, "%s", rc == -1 ? "out of memory" : tmp);
-            *damaged |= rc == -2;
-        }
+        *damaged |= rc == -2;
+        if (lu < sizeof l3why) /* why not at each epoch tried */
+            lu += (size_t)snprintf(l3why + lu, sizeof l3why - lu, "%s%s", lu ? "; nor at the epoch before: " : "",
+                                   rc == -1 ? "out of memory" : tmp);
     }
     size_t used = strlen(why);
     if (l3why[0] && used < wn)
@@ -271,7 +272,7 @@ int crpm_rs_plan_make(const crpm_rs_facts *f, crpm_rs_plan *p)
         if (mx)
             e0 = mx < e0 ? mx : e0;
     }
-    char why[640] = "";
+    char why[1200] = "";
     uint64_t uid = 0;
     int ok = e0 != UINT64_MAX ? pick_sources(f, &best, e0, src, &uid, why, sizeof why, 0) : 0;
     if (ok == 0 && !why[0])

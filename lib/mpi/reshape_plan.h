@@ -58,7 +58,7 @@ typedef struct crpm_rs_facts {
 typedef struct crpm_rs_plan {
     int kind;
     int code;              /* CRPM_RS_ERROR */
-    char msg[1100];
+    char msg[1600];
     int N;                 /* old rank count */
     uint64_t epoch, user_id;
     uint8_t run[16];

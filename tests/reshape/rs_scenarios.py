@@ -30,7 +30,9 @@ first committed checkpoint (or its recovery), never by the library.
               damaged: it is an erasure, the copy serves, the digest is the
               reference
   l3_node     level 3, 8 ranks as 4 nodes of 2 (group_size 4, l3_parity
-              1), killed: with node 1 wiped, 6 ranks as 3 nodes lack nodes
+              1), killed inside its second checkpoint (l3_applied: old rank
+              0's parity at the first epoch, the containers at the second):
+              with node 1 wiped, 6 ranks as 3 nodes lack nodes
               1 and 3 (two members of each group, parity 1): CRPM_ERR_MISSING
               on every rank saying level 3 cannot rebuild them, no file
               changed; node 1 wiped and a unit a decode needs damaged (old
@@ -39,8 +41,9 @@ first committed checkpoint (or its recovery), never by the library.
               rank, the damaged file reported, no file changed; a kill once the first
               container is rebuilt (reshape_rebuilt) leaves the old files as
               they were; 6 ranks as 6 nodes then rebuild old ranks 2 and 3
-              from the survivors and parity (moved over MPI), restart from
-              them and end with the reference; no kept file is left;
+              from the survivors and parity (moved over MPI) at the first
+              epoch (the containers' previous one), restart from them and
+              end with the reference; no kept file is left;
               with l3_parity 2, a damaged parity file needed by the first
               plan is an erasure, the plan is made again and another parity
               unit serves: the reference
@@ -336,7 +339,12 @@ def scenario_l3_node(ctx):
     nodes = ["node%d" % i for i in range(4)]
     cfg = config(os.path.join(w, "c.ini"), {"ckpt_dir": os.path.join(w, "node%n"), "node_size": 2,
                                            "group_size": 4, "l3_parity": 1})
-    t8 = killed(ctx, heat(ctx, 8, cfg, ["--level", "3"], slow=True), w)
+    # killed inside the second level-3 checkpoint (40): old rank 0's parity
+    # still at the first, the containers at the second
+    k = crpmtest.run_job(heat(ctx, 8, cfg, ["--level", "3"]), env=env(w, {"CRPM_TEST_KILL": "0:l3_applied:2"}),
+                         timeout=TIMEOUT)
+    check(k.rc not in (0, None) and committed(k.out) == [20], "the 8-rank run was not killed inside checkpoint 40\n%s"
+          % tail(k.out))
     keep = os.path.join(w, "orig")
     for n in nodes:
         shutil.copytree(os.path.join(w, n), os.path.join(keep, n))
@@ -385,10 +393,11 @@ def scenario_l3_node(ctx):
     check(k.rc not in (0, None), "the launch killed while rebuilding did not die\n%s" % tail(k.out))
     check(state() == before, "a kill while rebuilding changed the old files")
     # 6 ranks as 6 nodes: old ranks 2 and 3 rebuilt from nodes 0, 2 and 3
+    # (at the epoch of checkpoint 20: old rank 2's codeword 0 needs old rank 0's parity)
     t6 = finish(ctx, heat(ctx, 6, cfg6n), w)
-    not_behind(t8, t6, 6, "reshaped")
-    check("[crpm] restart on 6 ranks: rebuilt old rank(s) 2, 3 from level-3 parity" in t6,
-          "old ranks 2 and 3 were not rebuilt from level 3\n%s" % tail(t6))
+    check(restarted(t6, 6, "reshaped") == 20, "not restarted from checkpoint 20\n%s" % tail(t6))
+    check("[crpm] restart on 6 ranks: rebuilt old rank(s) 2, 3 from level-3 parity at epoch 1 " in t6,
+          "old ranks 2 and 3 were not rebuilt from level 3 at epoch 1\n%s" % tail(t6))
     left = [p for n in nodes for p in files(os.path.join(w, n), skip=(".lock",)) if ".held-" in p]
     check(not left, "kept files left after the job finished: %s" % left)
     # l3_parity 2: a damaged parity unit is an erasure, another parity unit serves
