@@ -493,6 +493,7 @@ int crpm_rs_l3_rebuild(crpm_ctx *ctx, crpm_rs_restart *s, int *nbad)
     int rc = r.op && r.bad && r.dec && r.pc && r.lost && r.made && all ? crpm_l3_code_init(&r.code, k, p->M)
                                                                : crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
     rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init: rebuilding from level-3 parity");
+    int ready = rc == 0; /* agreed: every rank has its buffers */
     double t0 = crpm_now();
     if (rc == 0)
         rc = open_all(&r);
@@ -501,7 +502,7 @@ int crpm_rs_l3_rebuild(crpm_ctx *ctx, crpm_rs_restart *s, int *nbad)
             rc = build_one(&r, q);
     /* what failed its checks is an erasure on every rank: the plan is made
      * again (every rank is here, each step having ended in an agreement) */
-    if (all && r.bad && MPI_Allreduce(r.bad, all, nf + 1, MPI_INT, MPI_MAX, ctx->comm) == MPI_SUCCESS)
+    if (ready && MPI_Allreduce(r.bad, all, nf + 1, MPI_INT, MPI_MAX, ctx->comm) == MPI_SUCCESS)
         for (int i = 0; i < nf; i++)
             if (all[i]) {
                 s->files[i].bad = 1;
