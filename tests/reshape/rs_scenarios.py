@@ -42,8 +42,10 @@ first committed checkpoint (or its recovery), never by the library.
               container is rebuilt (reshape_rebuilt) leaves the old files as
               they were; 6 ranks as 6 nodes then rebuild old ranks 2 and 3
               from the survivors and parity (moved over MPI) at the first
-              epoch (the containers' previous one), restart from them and
-              end with the reference; no kept file is left;
+              epoch (the containers' previous one) and restart from them,
+              killed inside their first checkpoint; the next launch
+              restarts from the rebuilt containers without decoding again
+              and ends with the reference; no kept file is left;
               with l3_parity 2, a damaged parity file needed by the first
               plan is an erasure, the plan is made again and another parity
               unit serves: the reference
@@ -393,11 +395,17 @@ def scenario_l3_node(ctx):
     check(k.rc not in (0, None), "the launch killed while rebuilding did not die\n%s" % tail(k.out))
     check(state() == before, "a kill while rebuilding changed the old files")
     # 6 ranks as 6 nodes: old ranks 2 and 3 rebuilt from nodes 0, 2 and 3
-    # (at the epoch of checkpoint 20: old rank 2's codeword 0 needs old rank 0's parity)
+    # (at the epoch of checkpoint 20: old rank 2's codeword 0 needs old rank 0's
+    # parity), killed inside the new job's first checkpoint ...
+    k = crpmtest.run_job(heat(ctx, 6, cfg6n), env=env(w, {"CRPM_TEST_KILL": "0:after_data:1"}), timeout=TIMEOUT)
+    check(k.rc not in (0, None) and restarted(k.out, 6, "reshaped") == 20,
+          "not restarted from checkpoint 20, then killed\n%s" % tail(k.out))
+    check("[crpm] restart on 6 ranks: rebuilt old rank(s) 2, 3 from level-3 parity at epoch 1 " in k.out,
+          "old ranks 2 and 3 were not rebuilt from level 3 at epoch 1\n%s" % tail(k.out))
+    # ... the next launch restarts from the containers rebuilt, without decoding again
     t6 = finish(ctx, heat(ctx, 6, cfg6n), w)
-    check(restarted(t6, 6, "reshaped") == 20, "not restarted from checkpoint 20\n%s" % tail(t6))
-    check("[crpm] restart on 6 ranks: rebuilt old rank(s) 2, 3 from level-3 parity at epoch 1 " in t6,
-          "old ranks 2 and 3 were not rebuilt from level 3 at epoch 1\n%s" % tail(t6))
+    check(restarted(t6, 6, "reshaped") == 20 and "rebuilt old rank(s)" not in t6,
+          "not restarted from checkpoint 20 and the rebuilt containers\n%s" % tail(t6))
     left = [p for n in nodes for p in files(os.path.join(w, n), skip=(".lock",)) if ".held-" in p]
     check(not left, "kept files left after the job finished: %s" % left)
     # l3_parity 2: a damaged parity unit is an erasure, another parity unit serves
