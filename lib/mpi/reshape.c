@@ -48,6 +48,7 @@ void crpm_rs_restart_free(crpm_rs_restart *s)
     crpm_rs_plan_free(&s->plan);
     free(s->files);
     free(s->l4f);
+    free(s->rebuilt);
     free(s);
 }
 
@@ -66,7 +67,7 @@ void crpm_reshape_free(crpm_ctx *ctx)
 }
 
 /* ---- scan: the job's files in this node's directory ------------------------------- */
-#define HELD ".held-"
+#define HELD CRPM_RS_HELD
 
 /* kind and rank of an ordinary or kept name; -1 when it is neither */
 static int classify(const char *name, int *kind, int *q, int *held)
@@ -110,6 +111,17 @@ static void describe_file(const crpm_ctx *ctx, const char *path, crpm_rs_file *x
     x->prev_ok = crpm_container_prev_available(c);
     if (x->prev_ok && x->epoch > 1 && crpm_container_prev_user_id(c, &x->prev_user_id) != 0)
         x->prev_ok = 0;
+    x->seg = crpm_container_segment_size(c);
+    x->blk = crpm_container_block_size(c);
+    crpm_layout lay;
+    if (crpm_container_layout(c, &lay) == 1) {
+        x->has_lay = 1;
+        x->lay_node = lay.node;
+        x->lay_nsize = lay.node_size;
+        x->lay_nnodes = lay.nnodes;
+        x->lay_K = lay.group_size;
+        x->lay_M = lay.l3_parity;
+    }
     x->created_ns = (int64_t)c->sb.created_ns;
     struct crpm_slot_hdr hdr;
     memcpy(&hdr, c->view_hdr, sizeof hdr);
@@ -117,6 +129,29 @@ static void describe_file(const crpm_ctx *ctx, const char *path, crpm_rs_file *x
     crpm_container_run_id(c, x->run);
     crpm_format_close(c);
     crpm_error_clear();
+}
+
+int crpm_rs_describe(const crpm_ctx *ctx, const char *name, crpm_rs_file *x)
+{
+    int kind, q, held;
+    memset(x, 0, sizeof *x);
+    if (classify(name, &kind, &q, &held) != 0 || strlen(name) >= sizeof x->name)
+        return crpm_error(CRPM_ERR_RANGE, "crpm_init: %s is no checkpoint file name", name);
+    x->kind = kind;
+    x->q = q;
+    x->held = held;
+    size_t n = strlen(name), sn = strlen(CRPM_RS_REBUILT);
+    x->rebuilt = held && n > sn && strcmp(name + n - sn, CRPM_RS_REBUILT) == 0;
+    x->node = ctx->topo.node;
+    x->scanner = ctx->rank;
+    memcpy(x->name, name, n + 1); /* fits: checked above */
+    char path[CRPM_PATH_MAX];
+    if (crpm_name_join(path, sizeof path, ctx->job_dir, name) != 0)
+        x->rc = CRPM_ERR_RANGE;
+    else
+        describe_file(ctx, path, x);
+    crpm_error_clear();
+    return CRPM_SUCCESS;
 }
 
 /* The node's first rank lists its job directory. */
@@ -147,20 +182,7 @@ static int scan(crpm_ctx *ctx, crpm_rs_file **out, int *nout)
             }
             v = nv;
         }
-        crpm_rs_file *x = &v[n++];
-        memset(x, 0, sizeof *x);
-        x->kind = kind;
-        x->q = q;
-        x->held = held;
-        x->node = ctx->topo.node;
-        x->scanner = ctx->rank;
-        if (snprintf(x->name, sizeof x->name, "%s", e->d_name) >= (int)sizeof x->name)
-            x->rc = CRPM_ERR_RANGE; /* no file of this job has so long a name */
-        char path[CRPM_PATH_MAX];
-        if (crpm_name_join(path, sizeof path, ctx->job_dir, e->d_name) != 0)
-            x->rc = CRPM_ERR_RANGE;
-        else
-            describe_file(ctx, path, x);
+        crpm_rs_describe(ctx, e->d_name, &v[n++]);
     }
     closedir(d);
     if (rc != 0) {
@@ -269,7 +291,8 @@ static int check_l1(crpm_ctx *ctx, crpm_rs_restart *s, const int *node_of, int *
     int rc = s->open && bad && all ? CRPM_SUCCESS : crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
     rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init");
     for (int q = 0; rc == 0 && q < s->plan.N; q++) {
-        int orc = s->plan.reader[q] == ctx->rank ? open_source(ctx, s, s->plan.src[q], node_of) : CRPM_SUCCESS;
+        int orc = s->plan.reader[q] == ctx->rank && s->plan.src[q] >= 0 ? open_source(ctx, s, s->plan.src[q], node_of)
+                                                                         : CRPM_SUCCESS;
         if (orc == CRPM_ERR_BUSY)
             rc = orc; /* a process of the old run still holds it: not an erasure */
         else if (orc != 0) {
@@ -497,7 +520,7 @@ static int check_old(const crpm_ctx *ctx, crpm_rs_restart *s, crpm_glayout *merg
 }
 
 /* ---- kept files ------------------------------------------------------------------------ */
-static void tag_of(const uint8_t *run, char *tag, size_t n)
+void crpm_rs_run_tag(const uint8_t *run, char *tag, size_t n)
 {
     snprintf(tag, n, "%02x%02x%02x%02x%02x%02x%02x%02x", run[0], run[1], run[2], run[3], run[4], run[5], run[6],
              run[7]);
@@ -519,7 +542,7 @@ static int keep_old(crpm_ctx *ctx, crpm_rs_restart *s)
             continue;
         char tag[40], from[CRPM_PATH_MAX], to[CRPM_PATH_MAX + 64];
         if (x->rc == 0)
-            tag_of(x->run, tag, sizeof tag);
+            crpm_rs_run_tag(x->run, tag, sizeof tag);
         else
             snprintf(tag, sizeof tag, "unreadable-%lld", (long long)time(NULL));
         if (crpm_name_join(from, sizeof from, ctx->job_dir, x->name) != 0)
@@ -668,6 +691,14 @@ static int settle(crpm_ctx *ctx, crpm_rs_restart *s, const int *node_of, crpm_rs
         s->N = s->plan.N;
         int rc, nbad = 0;
         if (kind == CRPM_RS_L1) {
+            /* old containers lost with their nodes first rebuilt from level 3 */
+            if (s->plan.nbuild) {
+                rc = crpm_rs_l3_rebuild(ctx, s, &nbad);
+                if (rc != 0)
+                    return rc;
+                if (nbad)
+                    continue; /* a damaged unit's file is an erasure: planned again without it */
+            }
             rc = check_l1(ctx, s, node_of, &nbad);
             if (rc != 0)
                 return rc;
@@ -761,6 +792,8 @@ int crpm_reshape_restart(crpm_ctx *ctx, crpm_verdict *v, const char *l4_path)
             fflush(stdout);
         }
     }
+    if (rc != 0 && s)
+        crpm_rs_l3_discard(ctx, s); /* a refused restart leaves the files as it found them */
     free(l4);
     free(node_of);
     crpm_rs_restart_free(s);

@@ -10,6 +10,7 @@ void crpm_rs_plan_free(crpm_rs_plan *p)
     free(p->src);
     free(p->reader);
     p->src = p->reader = NULL;
+    crpm_rs_plan_l3_free(p);
 }
 
 static int usable(const crpm_rs_file *x) { return x->rc == 0 && !x->bad && (x->kind != CRPM_RS_PARITY); }
@@ -55,7 +56,7 @@ static void describe(const crpm_rs_facts *f, gen *g)
             continue;
         g->N = x->nranks > g->N ? x->nranks : g->N;
         g->created = x->created_ns < g->created ? x->created_ns : g->created;
-        if (x->epoch >= 1 && x->time_ns > g->latest)
+        if (x->epoch >= 1 && x->time_ns > g->latest && !x->rebuilt) /* a rebuild's time is not its data's */
             g->latest = x->time_ns;
         if (x->kind == CRPM_RS_CONT) {
             conts++;
@@ -82,9 +83,10 @@ static void describe(const crpm_rs_facts *f, gen *g)
 
 /* For every old rank a file serving epoch e (containers first, and the one
  * on old rank q's own node in this job when there is one): 1; else 0, or
- * -1 when an old rank lacks one because the files found are damaged. */
+ * -1 when an old rank lacks one because the files found are damaged.  With
+ * some_missing, old ranks without one get src -1 (for level 3 to rebuild). */
 static int pick_sources(const crpm_rs_facts *f, const gen *g, uint64_t e, int *src, uint64_t *uid, char *why,
-                        size_t wn)
+                        size_t wn, int some_missing)
 {
     int missing = 0, listed = 0, damaged = 0;
     size_t used = 0;
@@ -112,7 +114,7 @@ static int pick_sources(const crpm_rs_facts *f, const gen *g, uint64_t e, int *s
     }
     if (missing > listed && used < wn)
         snprintf(why + used, wn - used, " and %d more", missing - listed);
-    if (missing) {
+    if (missing && !some_missing) {
         char ranks[160];
         snprintf(ranks, sizeof ranks, "%.150s", why);
         snprintf(why, wn, "no rank of this run can reach an intact container or partner copy of old rank(s) %s at "
@@ -120,14 +122,20 @@ static int pick_sources(const crpm_rs_facts *f, const gen *g, uint64_t e, int *s
                  damaged ? " (the ones found failed their checksums; see the messages above)" : "");
         return damaged ? -1 : 0;
     }
-    *uid = uid_at(&f->f[src[0]], e);
-    for (int q = 1; q < g->N; q++)
-        if (uid_at(&f->f[src[q]], e) != *uid) {
-            snprintf(why, wn, "old ranks 0 and %d hold different checkpoints at epoch %llu", q,
+    int first = -1;
+    for (int q = 0; q < g->N; q++) {
+        if (src[q] < 0)
+            continue;
+        if (first < 0) {
+            first = q;
+            *uid = uid_at(&f->f[src[q]], e);
+        } else if (uid_at(&f->f[src[q]], e) != *uid) {
+            snprintf(why, wn, "old ranks %d and %d hold different checkpoints at epoch %llu", first, q,
                      (unsigned long long)e);
             return 0;
         }
-    return 1;
+    }
+    return first >= 0;
 }
 
 /* Readers: old rank q itself when its node holds the file, else the least
@@ -137,6 +145,10 @@ static void assign_readers(const crpm_rs_facts *f, const gen *g, const int *src,
     int *load = calloc((size_t)f->M, sizeof *load);
     for (int pass = 0; pass < 2; pass++)
         for (int q = 0; q < g->N; q++) {
+            if (src[q] < 0) { /* rebuilt from level 3: its builder reads the result */
+                reader[q] = -1;
+                continue;
+            }
             int node = f->f[src[q]].node;
             if (pass == 0) {
                 reader[q] = q < f->M && f->node_of[q] == node ? q : -1;
@@ -155,6 +167,34 @@ static void assign_readers(const crpm_rs_facts *f, const gen *g, const int *src,
                 load[best]++;
         }
     free(load);
+}
+
+/* Old ranks without a source rebuilt from level 3 at e0, or at e0 - 1 when
+ * the parity had not reached e0 (as the level-3 restart tries): 1 with
+ * p->epoch set; else 0 and why completed (*damaged: for want of units
+ * that failed their checks). */
+static int rebuild_l3(const crpm_rs_facts *f, const gen *g, uint64_t e0, int *src, uint64_t *uid, crpm_rs_plan *p,
+                      char *why, size_t wn, int *damaged)
+{
+    char l3why[700] = "", tmp[300];
+    size_t lu = 0;
+    for (uint64_t e = e0; e >= 1 && e + 1 >= e0; e--) {
+        if (pick_sources(f, g, e, src, uid, tmp, sizeof tmp, 1) <= 0)
+            continue;
+        int rc = crpm_rs_plan_l3(f, g->run, g->N, e, src, p, tmp, sizeof tmp);
+        if (rc == 1) {
+            p->epoch = e;
+            return 1;
+        }
+        *damaged |= rc == -2;
+        if (lu < sizeof l3why) /* why not at each epoch tried */
+            lu += (size_t)snprintf(l3why + lu, sizeof l3why - lu, "%s%s", lu ? "; nor at the epoch before: " : "",
+                                   rc == -1 ? "out of memory" : tmp);
+    }
+    size_t used = strlen(why);
+    if (l3why[0] && used < wn)
+        snprintf(why + used, wn - used, "; level-3 parity cannot rebuild them: %s", l3why);
+    return 0;
 }
 
 static int newest_l4(const crpm_rs_facts *f)
@@ -232,15 +272,18 @@ int crpm_rs_plan_make(const crpm_rs_facts *f, crpm_rs_plan *p)
         if (mx)
             e0 = mx < e0 ? mx : e0;
     }
-    char why[400] = "";
+    char why[1200] = "";
     uint64_t uid = 0;
-    int ok = e0 != UINT64_MAX ? pick_sources(f, &best, e0, src, &uid, why, sizeof why) : 0;
+    int ok = e0 != UINT64_MAX ? pick_sources(f, &best, e0, src, &uid, why, sizeof why, 0) : 0;
     if (ok == 0 && !why[0])
-        ok = pick_sources(f, &best, e0 != UINT64_MAX ? e0 : 1, src, &uid, why, sizeof why);
+        ok = pick_sources(f, &best, e0 != UINT64_MAX ? e0 : 1, src, &uid, why, sizeof why, 0);
     int damaged = ok < 0;
     ok = ok > 0;
     if (ok)
         p->epoch = e0;
+    else if (best.level == 3 && e0 != UINT64_MAX &&
+             (ok = rebuild_l3(f, &best, e0, src, &uid, p, why, sizeof why, &damaged)))
+        damaged = 0;
     if (ok && !(l4 >= 0 && f->l4[l4].time_ns > best.latest)) {
         p->kind = CRPM_RS_L1;
         p->N = best.N;
@@ -250,10 +293,14 @@ int crpm_rs_plan_make(const crpm_rs_facts *f, crpm_rs_plan *p)
         p->src = src;
         p->reader = reader;
         assign_readers(f, &best, src, reader);
+        for (int q = 0; q < best.N && p->build; q++)
+            if (p->build[q] >= 0)
+                reader[q] = p->build[q];
         return p->kind;
     }
     free(src);
     free(reader);
+    crpm_rs_plan_l3_free(p);
     if (l4 >= 0)
         return use_l4(f, p, l4);
     if (f->ordinary_l4)

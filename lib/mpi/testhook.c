@@ -15,6 +15,7 @@
 #define LEVEL_BASE 100
 static const char *const level_points[] = {"sent", "applied", "committed"};
 #define RESHAPE_REMOVING 90 /* reshape.c: old rank count's files about to go (below LEVEL_BASE) */
+#define RESHAPE_REBUILT 91  /* reshape_l3.c: a rebuilt container written, not yet renamed into place */
 
 static void kill_hook(void *arg, int point, uint64_t epoch)
 {
@@ -39,6 +40,7 @@ static int parse_kills(crpm_ctx *ctx)
                  : strcmp(point, "after_data") == 0   ? CRPM_HOOK_AFTER_DATA
                  : strcmp(point, "after_commit") == 0 ? CRPM_HOOK_AFTER_COMMIT
                  : strcmp(point, "reshape_removing") == 0 ? RESHAPE_REMOVING
+                 : strcmp(point, "reshape_rebuilt") == 0 ? RESHAPE_REBUILT
                                                       : 0;
         int lv = 0, off = 0;
         if (!pt && sscanf(point, "l%d_%n", &lv, &off) == 1 && off > 0 && lv > CRPM_L1 && lv < LEVEL_BASE)
@@ -47,7 +49,7 @@ static int parse_kills(crpm_ctx *ctx)
                     pt = LEVEL_BASE * lv + 1 + i;
         if (!pt)
             return crpm_error(CRPM_ERR_CONFIG, "CRPM_TEST_KILL='%s': point must be before_data, after_data, "
-                              "after_commit, l2_sent, l2_applied, l2_committed, l3_sent, l3_applied, l3_committed or reshape_removing", v);
+                              "after_commit, l2_sent, l2_applied, l2_committed, l3_sent, l3_applied, l3_committed, reshape_removing or reshape_rebuilt", v);
         if (r == ctx->rank && ctx->nkills < (int)(sizeof ctx->kills / sizeof ctx->kills[0])) {
             ctx->kills[ctx->nkills].point = pt;
             ctx->kills[ctx->nkills].n = n;
@@ -140,6 +142,13 @@ void crpm_testhook_point(crpm_ctx *ctx, const char *point)
 {
     if (strcmp(point, "reshape_removing") == 0)
         kill_hook(ctx, RESHAPE_REMOVING, 0);
+    static int rebuilt; /* this point counts the containers the rank rebuilt, not checkpoints */
+    if (strcmp(point, "reshape_rebuilt") == 0) {
+        rebuilt++;
+        for (int i = 0; i < ctx->nkills; i++)
+            if (ctx->kills[i].point == RESHAPE_REBUILT && rebuilt == ctx->kills[i].n)
+                raise(SIGKILL);
+    }
 }
 
 int crpm_testhook_env(const char *var)

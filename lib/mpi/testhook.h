@@ -7,7 +7,8 @@
  *    written but not committed, l2_committed = the copies committed, before
  *    the job agreed; level 3: l3_sent, l3_applied, l3_committed; reshape_removing: the files of an older
  *    rank count about to be removed) of its n-th
- *    checkpoint, so tests can leave ranks and copies on different epochs;
+ *    checkpoint (reshape_rebuilt: its n-th container rebuilt from level 3 for a
+ *    restart on another rank count, written under its temporary name), so tests can leave ranks and copies on different epochs;
  *  - CRPM_TEST_L3_VERIFY=1 checks the parity against a full re-encode after
  *    every level-3 checkpoint;
  *  - CRPM_BENCH_BASELINE=<name>[,...] selects the benchmarks' baselines:
@@ -44,7 +45,8 @@ int crpm_testhook_skip_data_check(void);
  * (at most 120 s), so a test can start another launch inside that window. */
 void crpm_testhook_pause(const char *point, int rank);
 /* Kill points outside the levels: reshape_removing (the files of an older
- * rank count about to be removed after this job's checkpoint committed). */
+ * rank count about to be removed after this job's checkpoint committed),
+ * reshape_rebuilt (a container rebuilt from level 3, not yet renamed). */
 void crpm_testhook_point(crpm_ctx *ctx, const char *point);
 #else
 static inline int crpm_testhook_parse(crpm_ctx *ctx) { (void)ctx; return 0; }

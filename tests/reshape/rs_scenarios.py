@@ -29,6 +29,26 @@ first committed checkpoint (or its recovery), never by the library.
               on every rank naming it, nothing changed; the container alone
               damaged: it is an erasure, the copy serves, the digest is the
               reference
+  l3_node     level 3, 8 ranks as 4 nodes of 2 (group_size 4, l3_parity
+              1), killed inside its second checkpoint (l3_applied: old rank
+              0's parity at the first epoch, the containers at the second):
+              with node 1 wiped, 6 ranks as 3 nodes lack nodes
+              1 and 3 (two members of each group, parity 1): CRPM_ERR_MISSING
+              on every rank saying level 3 cannot rebuild them, no file
+              changed; node 1 wiped and a unit a decode needs damaged (old
+              rank 1's parity, needed for old rank 3 after old rank 2 was
+              rebuilt; old rank 4's container): CRPM_ERR_CORRUPT on every
+              rank, the damaged file reported, no file changed; a kill once the first
+              container is rebuilt (reshape_rebuilt) leaves the old files as
+              they were; 6 ranks as 6 nodes then rebuild old ranks 2 and 3
+              from the survivors and parity (moved over MPI) at the first
+              epoch (the containers' previous one) and restart from them,
+              killed inside their first checkpoint; the next launch
+              restarts from the rebuilt containers without decoding again
+              and ends with the reference; no kept file is left;
+              with l3_parity 2, a damaged parity file needed by the first
+              plan is an erasure, the plan is made again and another parity
+              unit serves: the reference
   removal     4 ranks, then 3: the old files outlive a kill before the first
               checkpoint committed (the next launch reshapes again from
               them) and a kill right after it committed (reshape_removing:
@@ -298,6 +318,112 @@ def scenario_erasure(ctx):
     check("not using %s" % cont in t, "the damaged container was not reported\n%s" % tail(t))
 
 
+def damage_segments(ctx, path):
+    """Flips byte 100 of every data segment of a container file (committed
+    and backup copies alike: where the data of its first array begins)."""
+    out = subprocess.run([ctx.a.inspect, path], capture_output=True, text=True).stdout
+    m = re.search(r"file size:\s+(\d+) \(metadata (\d+), (\d+) data segments\)", out)
+    check(m, "crpm-inspect does not describe %s:\n%s" % (path, out))
+    size, meta, n = map(int, m.groups())
+    with open(path, "r+b") as f:
+        for i in range(n):
+            at = meta + i * ((size - meta) // n) + 100
+            f.seek(at)
+            b = f.read(1)[0]
+            f.seek(at)
+            f.write(bytes([b ^ 0x10]))
+
+
+def scenario_l3_node(ctx):
+    if not ctx.a.inspect:
+        return
+    w = crpmtest.make_workdir(os.path.join(ctx.work, "l3_node"))
+    nodes = ["node%d" % i for i in range(4)]
+    cfg = config(os.path.join(w, "c.ini"), {"ckpt_dir": os.path.join(w, "node%n"), "node_size": 2,
+                                           "group_size": 4, "l3_parity": 1})
+    # killed inside the second level-3 checkpoint (40): old rank 0's parity
+    # still at the first, the containers at the second
+    k = crpmtest.run_job(heat(ctx, 8, cfg, ["--level", "3"]), env=env(w, {"CRPM_TEST_KILL": "0:l3_applied:2"}),
+                         timeout=TIMEOUT)
+    check(k.rc not in (0, None) and committed(k.out) == [20], "the 8-rank run was not killed inside checkpoint 40\n%s"
+          % tail(k.out))
+    keep = os.path.join(w, "orig")
+    for n in nodes:
+        shutil.copytree(os.path.join(w, n), os.path.join(keep, n))
+
+    def reset():
+        for n in nodes:
+            shutil.rmtree(os.path.join(w, n), ignore_errors=True)
+            shutil.copytree(os.path.join(keep, n), os.path.join(w, n))
+        shutil.rmtree(os.path.join(w, "node1"))
+
+    def state():
+        return {n: files(os.path.join(w, n), skip=(".lock", ".tmp")) for n in nodes}
+
+    cfg6 = config(os.path.join(w, "c6.ini"), {"ckpt_dir": os.path.join(w, "node%n"), "node_size": 2})
+    cfg6n = config(os.path.join(w, "c6n.ini"), {"ckpt_dir": os.path.join(w, "node%n"), "node_size": 1})
+    # nodes 1 (wiped) and 3 (not in a job of 3 nodes): two members of each group lost, parity 1
+    reset()
+    before = state()
+    r = crpmtest.run_job(heat(ctx, 6, cfg6), env=env(w), timeout=TIMEOUT)
+    check(r.rc not in (0, None), "a restart with two nodes of a group lost did not fail\n%s" % tail(r.out))
+    for k in range(6):
+        check("heat2d rank %d: crpm_init failed: some ranks have no checkpoint container" % k in r.out,
+              "rank %d did not report the missing containers\n%s" % (k, tail(r.out)))
+    check("level-3 parity cannot rebuild them" in r.out, "the message does not say why level 3 cannot\n%s"
+          % tail(r.out))
+    check(state() == before, "a refused restart changed the files")
+    # node 1 wiped and a unit the decode needs damaged: old rank 1's parity
+    # (codeword 0 of old rank 3, rebuilt after old rank 2, whose file must go
+    # again) or old rank 4's container (a survivor): refused, never decoded
+    for name in ("parity-1.crpm", "rank-4.crpm"):
+        reset()
+        damage_segments(ctx, os.path.join(w, "node2" if name == "rank-4.crpm" else "node0", "rs", name))
+        before = state()
+        r = crpmtest.run_job(heat(ctx, 6, cfg6n), env=env(w), timeout=TIMEOUT)
+        check(r.rc not in (0, None), "a rebuild from a damaged %s did not fail\n%s" % (name, tail(r.out)))
+        for k in range(6):
+            check("heat2d rank %d: crpm_init failed: checkpoint data is corrupt" % k in r.out,
+                  "rank %d did not report the damage\n%s" % (k, tail(r.out)))
+        check("not using %s to rebuild from level 3" % name in r.out and "failed their checksums" in r.out,
+              "the damaged %s was not reported\n%s" % (name, tail(r.out)))
+        check(state() == before, "a refused restart changed the files")
+    # node 1 wiped: killed once the first container is rebuilt, the old files stay as they were
+    reset()
+    before = state()
+    k = crpmtest.run_job(heat(ctx, 6, cfg6n), env=env(w, {"CRPM_TEST_KILL": "2:reshape_rebuilt:1"}), timeout=TIMEOUT)
+    check(k.rc not in (0, None), "the launch killed while rebuilding did not die\n%s" % tail(k.out))
+    check(state() == before, "a kill while rebuilding changed the old files")
+    # 6 ranks as 6 nodes: old ranks 2 and 3 rebuilt from nodes 0, 2 and 3
+    # (at the epoch of checkpoint 20: old rank 2's codeword 0 needs old rank 0's
+    # parity), killed inside the new job's first checkpoint ...
+    k = crpmtest.run_job(heat(ctx, 6, cfg6n), env=env(w, {"CRPM_TEST_KILL": "0:after_data:1"}), timeout=TIMEOUT)
+    check(k.rc not in (0, None) and restarted(k.out, 6, "reshaped") == 20,
+          "not restarted from checkpoint 20, then killed\n%s" % tail(k.out))
+    check("[crpm] restart on 6 ranks: rebuilt old rank(s) 2, 3 from level-3 parity at epoch 1 " in k.out,
+          "old ranks 2 and 3 were not rebuilt from level 3 at epoch 1\n%s" % tail(k.out))
+    # ... the next launch restarts from the containers rebuilt, without decoding again
+    t6 = finish(ctx, heat(ctx, 6, cfg6n), w)
+    check(restarted(t6, 6, "reshaped") == 20 and "rebuilt old rank(s)" not in t6,
+          "not restarted from checkpoint 20 and the rebuilt containers\n%s" % tail(t6))
+    left = [p for n in nodes for p in files(os.path.join(w, n), skip=(".lock",)) if ".held-" in p]
+    check(not left, "kept files left after the job finished: %s" % left)
+    # l3_parity 2: a damaged parity unit is an erasure, another parity unit serves
+    p2 = os.path.join(w, "p2", "node%n")
+    cfg = config(os.path.join(w, "p2.ini"), {"ckpt_dir": p2, "node_size": 2, "group_size": 4, "l3_parity": 2,
+                                             "keep_last_ckpt": 1})
+    r = crpmtest.run_job(crpmtest.mpiexec(8) + [ctx.a.heat] + HEAT[:4] + ["--iters", "200", "--crpm", cfg,
+                                                                         "--ckpt-every", "100", "--level", "3"],
+                         env=env(w), timeout=TIMEOUT)
+    check(r.rc == 0, "the 8-rank run with l3_parity 2 failed\n%s" % tail(r.out))
+    shutil.rmtree(os.path.join(w, "p2", "node1"))
+    damage_segments(ctx, os.path.join(w, "p2", "node2", "rs", "parity-4.crpm"))
+    t = finish(ctx, heat(ctx, 6, config(os.path.join(w, "p2n.ini"), {"ckpt_dir": p2, "node_size": 1})), w)
+    check(restarted(t, 6, "reshaped") == 200 and "not using parity-4.crpm to rebuild from level 3" in t and
+          "rebuilt old rank(s) 2, 3 from level-3 parity" in t,
+          "with l3_parity 2 the damaged parity was not replaced by another unit\n%s" % tail(t))
+
+
 def rs(ctx, np_, cfg, *args):
     return crpmtest.mpiexec(np_) + [ctx.a.app, "--crpm", cfg] + list(args)
 
@@ -390,6 +516,7 @@ def main():
     ap.add_argument("--no-l4", dest="l4", action="store_false")
     ap.add_argument("--fti", help="tests/reshape/fti_vpr.c, built with the FTI layer")
     ap.add_argument("--f90", help="tests/reshape/rs_f90.f90, built with the Fortran bindings")
+    ap.add_argument("--inspect", help="crpm-inspect (l3_node damages a parity file's data segments)")
     ap.add_argument("--only")
     a = ap.parse_args()
     ctx = Ctx()
@@ -403,7 +530,7 @@ def main():
         print("reference run failed:\n%s" % tail(ref.out))
         return 1
     ctx.ref = d[0]
-    scen = [scenario_l1_chain, scenario_l4, scenario_l2_node, scenario_erasure, scenario_removal, scenario_errors, scenario_fti, scenario_fortran]
+    scen = [scenario_l1_chain, scenario_l4, scenario_l2_node, scenario_l3_node, scenario_erasure, scenario_removal, scenario_errors, scenario_fti, scenario_fortran]
     return crpmtest.run_scenarios(scen, ctx, ctx.work, only=a.only)
 
 

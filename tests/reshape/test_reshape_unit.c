@@ -252,10 +252,83 @@ static void test_plan(void)
     crpm_rs_plan_free(&p);
 }
 
+/* Old ranks lost with their nodes, rebuilt from level 3: 8 old ranks as 4
+ * nodes of 2 (groups of 4 nodes, parity 1), 6 new ranks as 6 nodes. */
+static crpm_rs_file l3file(int kind, int q, uint64_t epoch, uint64_t par_epoch)
+{
+    crpm_rs_file x = file(kind, q, 8, q / 2, epoch, 4, 400);
+    x.has_lay = 1;
+    x.lay_node = q / 2;
+    x.lay_nsize = 2;
+    x.lay_nnodes = 4;
+    x.lay_K = 4;
+    x.lay_M = 1;
+    if (kind == CRPM_RS_PARITY) { /* a parity container's user id is the job epoch */
+        x.user_id = par_epoch;
+        x.prev_user_id = par_epoch - 1;
+    }
+    return x;
+}
+
+static void test_plan_l3(void)
+{
+    int node_of[6] = {0, 1, 2, 3, 4, 5};
+    crpm_rs_file f[16];
+    int n = 0;
+    for (int q = 0; q < 8; q++)
+        if (q / 2 != 1) { /* node 1 lost */
+            f[n++] = l3file(CRPM_RS_CONT, q, 5, 0);
+            f[n++] = l3file(CRPM_RS_PARITY, q, 3, 5);
+        }
+    crpm_rs_facts fa = {6, node_of, f, n, NULL, 0, 0, 0};
+    crpm_rs_plan p;
+    CHECK(crpm_rs_plan_make(&fa, &p) == CRPM_RS_L1 && p.epoch == 5 && p.nbuild == 2 && p.held_level == 3, "%s",
+          p.msg);
+    CHECK(p.build && p.src[2] < 0 && p.src[3] < 0 && p.build[2] == 2 && p.build[3] == 3 && p.reader[2] == 2,
+          "old ranks 2 and 3 rebuilt by ranks 2 and 3");
+    CHECK(p.build && p.member[2] == 1 && p.member[4] == 2 && p.group[2] == p.group[0] && p.group[3] == p.group[1] &&
+          p.group[0] != p.group[1], "groups: nodes' same local ranks");
+    CHECK(p.par && p.par[0] >= 0 && p.par_reader[0] == 0 && p.par[2] < 0, "parity of old rank 0 read on node 0");
+    crpm_rs_plan_free(&p);
+    /* one node's ranks unknown (no node_size): still told, as the only node no file names */
+    for (int i = 0; i < n; i++)
+        f[i].lay_nsize = 0;
+    CHECK(crpm_rs_plan_make(&fa, &p) == CRPM_RS_L1 && p.nbuild == 2 && p.node && p.node[3] == 1, "%s", p.msg);
+    crpm_rs_plan_free(&p);
+    /* survivors one ahead, parity not: the epoch before, from their previous slots */
+    for (int i = 0; i < n; i++)
+        if (f[i].kind == CRPM_RS_CONT)
+            f[i] = l3file(CRPM_RS_CONT, f[i].q, 6, 0);
+    CHECK(crpm_rs_plan_make(&fa, &p) == CRPM_RS_L1 && p.epoch == 5 && p.nbuild == 2, "%s", p.msg);
+    crpm_rs_plan_free(&p);
+    for (int i = 0; i < n; i++)
+        if (f[i].kind == CRPM_RS_CONT)
+            f[i] = l3file(CRPM_RS_CONT, f[i].q, 5, 0);
+    /* old rank 0's parity damaged: codeword 0 of old rank 2 keeps 2 units of 3 */
+    f[1].bad = 1;
+    CHECK(crpm_rs_plan_make(&fa, &p) == CRPM_RS_ERROR && p.code == CRPM_ERR_CORRUPT &&
+          strstr(p.msg, "level-3 parity cannot rebuild them: old rank 2") && strstr(p.msg, "checksums"), "%s", p.msg);
+    crpm_rs_plan_free(&p);
+    f[1].bad = 0;
+    /* node 2 lost too: two members of each group, parity 1 */
+    fa.nf = 4;
+    for (int i = 8, q = 6; q < 8; q++) {
+        f[i++] = l3file(CRPM_RS_CONT, q, 5, 0);
+        f[i++] = l3file(CRPM_RS_PARITY, q, 3, 5);
+    }
+    for (int i = 0; i < 4; i++)
+        f[4 + i] = f[8 + i];
+    fa.nf = 8;
+    CHECK(crpm_rs_plan_make(&fa, &p) == CRPM_RS_ERROR && p.code == CRPM_ERR_MISSING &&
+          strstr(p.msg, "rank(s) 2, 3, 4, 5 ") && strstr(p.msg, "level-3 parity cannot rebuild them"), "%s", p.msg);
+    crpm_rs_plan_free(&p);
+}
+
 int main(void)
 {
     test_layout();
     test_runs();
     test_plan();
+    test_plan_l3();
     return check_summary("reshape.unit");
 }
