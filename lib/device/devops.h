@@ -57,7 +57,8 @@ typedef struct crpm_devops {
     const char *name;
     /* What p points to: enum crpm_dmem and the device that holds it.  Memory
      * the runtime does not know is host memory; a runtime that cannot tell
-     * (no driver loaded in this process) says host without starting one. */
+     * (no driver loaded in this process, or a driver without a usable GPU)
+     * says host and returns 1, without starting one. */
     int (*query)(const void *p, int *type, int *dev);
     /* Makes dev this thread's current device (for alloc and streams). */
     int (*use)(int dev);

@@ -300,6 +300,10 @@ static int c_query(const void *p, int *type, int *dev)
         cudaGetLastError();
         return CRPM_SUCCESS;
     }
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorNotSupported) {
+        cudaGetLastError(); /* a driver without a usable GPU holds no device memory: host memory */
+        return 1;
+    }
     if (e != cudaSuccess)
         return fail(e, "cudaPointerGetAttributes");
     if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) {
