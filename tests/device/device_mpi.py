@@ -11,7 +11,9 @@ iterations with keep_last_ckpt = 1; the relaunch with 24 resumes from it.
             node 2 lost, full at level 4 with every node lost: status 2, 3, 4,
             restarted from iteration 12, the reference's result
   kill      each mode, levels 1-4 in turn, a rank killed inside a checkpoint
-            (CRPM_TEST_KILL), relaunched: the reference's result
+            (CRPM_TEST_KILL), relaunched: the reference's result; protect
+            says (verbosity 2) that array 1 is device memory in that mode's
+            kind and array 2 managed memory
   fti       FTI_Protect of device and managed memory, FTI_Checkpoint at
             levels 1-4, a rank killed after a commit: the reference's result
   corrupt   a flipped byte of the device array's committed data in rank 0's
@@ -120,10 +122,13 @@ def scenario_kill(c):
     for mode, hook in (("auto", "1:after_data:3"), ("fingerprint", "2:before_data:5"),
                        ("full", "3:after_commit:4")):
         d = c.dir("kill-" + mode)
-        args = ["--crpm", c.config(d, {"keep_last_ckpt": 0}), "--n", str(N), "--mode", mode, "--levels", levels,
-                "--iters", "24"]
+        args = ["--crpm", c.config(d, {"keep_last_ckpt": 0, "verbosity": 2}), "--n", str(N), "--mode", mode,
+                "--levels", levels, "--iters", "24"]
         r = c.run(d, args, env={"CRPM_TEST_KILL": hook})
         check(r.rc != 0 and "result" not in r.out, "%s: the kill hook did not fire\n%s" % (mode, tail(r.out)))
+        kind = {"auto": "cuda", "fingerprint": "cuda-fingerprint", "full": "cuda-full"}[mode]
+        for what in ("array 1 is CUDA device memory (%s)" % kind, "array 2 is CUDA managed memory (cuda)"):
+            check(what in r.out, "%s: protect did not say '%s'\n%s" % (mode, what, tail(r.out)))
         out = c.ok(c.run(d, args), "%s: relaunch after %s" % (mode, hook))
         check("dev_app: restarted from iteration" in out, "%s: no restart\n%s" % (mode, tail(out)))
         check(crpmtest.one_line(out, r"^result ") == c.reference(), "%s: result differs after %s\n%s" % (

@@ -8,7 +8,8 @@
  *        order, repeated and from four threads at once, commits, aborts
  *        (after which the next walk asks for changes only: the kind must
  *        still report every block that differs from the committed state),
- *        recoveries (SYNCED) and injected device failures.  A changed block
+ *        recoveries (SYNCED, also into a kind attached afresh: a restart)
+ *        and injected device failures.  A changed block
  *        never goes unreported, every reported block carries the array's
  *        bytes, and without failures or aborts the report is exact.
  *   test_devkind engine DIR          the kinds under the engine: bytes moved
@@ -122,6 +123,9 @@ static void model_case(uint64_t seed, int rounds)
             memcpy(live, committed, bytes); /* back to the committed state */
         } else if (what == 7) {
             fill_random(&rng, live, bytes);
+        } else if (what == 8) { /* zeros: what a reference never filled holds */
+            uint64_t o = rnd_below(&rng, bytes), n = 1 + rnd_below(&rng, bytes - o);
+            memset(live + o, 0, n);
         }
         /* the walk */
         w.R = blk << rnd_below(&rng, 6);
@@ -187,6 +191,10 @@ static void model_case(uint64_t seed, int rounds)
             w.all = !trusted_model || rnd_below(&rng, 2) == 0; /* the engine would ask all; check force */
         } else if (ev == 2 && trusted_model) {
             w.k->event(w.st, &w.a, CRPM_MEM_ABORTED);
+            if (rnd_below(&rng, 2)) { /* a restart: the kind attaches afresh, then the recovery */
+                w.k->detach(w.st);
+                REQUIRE(w.k->attach(&w.a, blk, &w.st) == 0, "attach: %s", crpm_last_error());
+            }
             memcpy(live, committed, bytes); /* a recovery of the committed state */
             w.k->event(w.st, &w.a, CRPM_MEM_SYNCED);
             w.all = 0;
