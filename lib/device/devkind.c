@@ -346,7 +346,7 @@ static int dk_stage(void *state, const crpm_array *a, uint64_t off, uint64_t len
                           (unsigned long long)st->bytes, (unsigned long long)st->blk);
     pthread_mutex_lock(&st->mu);
     dk_win *w = NULL;
-    int rc = st->ops->use(st->dev);
+    int rc = st->ops->use(st->dev), used = rc == 0;
     if (rc == 0 && !st->in_ck)
         rc = begin(st, off, len);
     if (rc == 0)
@@ -373,6 +373,8 @@ static int dk_stage(void *state, const crpm_array *a, uint64_t off, uint64_t len
         rc = crpm_error(rc, "GPU array %d, bytes %llu+%llu: %s", a->id, (unsigned long long)off,
                         (unsigned long long)len, why);
     }
+    if (used)
+        st->ops->unuse();
     pthread_mutex_unlock(&st->mu);
     return rc;
 }
@@ -382,7 +384,7 @@ static void dk_event(void *state, const crpm_array *a, int event)
     dk_state *st = state;
     const crpm_devops *o = st->ops;
     pthread_mutex_lock(&st->mu);
-    int rc = o->use(st->dev);
+    int rc = o->use(st->dev), used = rc == 0;
     if (rc == 0)
         rc = drop_all(st);
     if (rc == 0 && event == CRPM_MEM_COMMITTED) {
@@ -406,6 +408,8 @@ static void dk_event(void *state, const crpm_array *a, int event)
         rc = o->wait(st->s);
     if (rc)
         st->untrusted = 1; /* events cannot fail: the next checkpoint reports every block */
+    if (used)
+        o->unuse();
     st->in_ck = 0;
     pthread_mutex_unlock(&st->mu);
 }
@@ -413,7 +417,8 @@ static void dk_event(void *state, const crpm_array *a, int event)
 static void dk_free(dk_state *st)
 {
     const crpm_devops *o = st->ops;
-    if (o->use(st->dev) != 0)
+    int used = o->use(st->dev) == 0;
+    if (!used)
         crpm_error_clear();
     for (int i = 0; i < WIN_MAX; i++)
         if (st->win[i].lane) {
@@ -426,6 +431,8 @@ static void dk_free(dk_state *st)
     o->free(st->force);
     o->free(st->dchg);
     o->free(st->keys);
+    if (used)
+        o->unuse();
     free(st->launched);
     free(st->consumed);
     pthread_mutex_destroy(&st->mu);
@@ -496,14 +503,16 @@ static int attach(const crpm_array *a, uint64_t blk, int ref_kind, void **out)
     if (rc == 0 && ((st->launched = calloc(st->words ? st->words : 1, 8)) == NULL ||
                     (st->consumed = calloc(st->words ? st->words : 1, 8)) == NULL))
         rc = crpm_error(CRPM_ERR_NOMEM, "out of memory for the bitmaps of GPU array %d", a->id);
-    if (rc == 0 && (rc = o->use(st->dev)) == 0 && (rc = o->stream_new(&st->s)) == 0 &&
-        (rc = o->alloc(&st->ref, rbytes ? rbytes : 1)) == 0 &&
-        (rc = o->alloc((void **)&st->force, st->words * 8 + 8)) == 0 &&
-        (rc = o->alloc((void **)&st->dchg, st->words * 8 + 8)) == 0 &&
-        (rc = o->zero(st->s, st->force, st->words * 8 + 8)) == 0 &&
-        (rc = o->zero(st->s, st->dchg, st->words * 8 + 8)) == 0 && (rc = o->wait(st->s)) == 0 &&
-        ref_kind == CRPM_DREF_FP)
-        rc = make_keys(st);
+    if (rc == 0 && (rc = o->use(st->dev)) == 0) {
+        if ((rc = o->stream_new(&st->s)) == 0 && (rc = o->alloc(&st->ref, rbytes ? rbytes : 1)) == 0 &&
+            (rc = o->alloc((void **)&st->force, st->words * 8 + 8)) == 0 &&
+            (rc = o->alloc((void **)&st->dchg, st->words * 8 + 8)) == 0 &&
+            (rc = o->zero(st->s, st->force, st->words * 8 + 8)) == 0 &&
+            (rc = o->zero(st->s, st->dchg, st->words * 8 + 8)) == 0 && (rc = o->wait(st->s)) == 0 &&
+            ref_kind == CRPM_DREF_FP)
+            rc = make_keys(st);
+        o->unuse();
+    }
     if (rc) {
         dk_free(st);
         return rc;
@@ -518,6 +527,7 @@ static int attach_fp(const crpm_array *a, uint64_t blk, void **out) { return att
 
 /* ---- copy out, copy in -------------------------------------------------------------- */
 
+/* The array's device, made current (unuse() when done). */
 static int device_of(const crpm_array *a, const char *what, int *dev)
 {
     const crpm_devops *o = crpm_devops_get();
@@ -535,18 +545,24 @@ static int device_of(const crpm_array *a, const char *what, int *dev)
 static int dk_read(const crpm_array *a, uint64_t off, void *dst, uint64_t len)
 {
     int dev, rc = device_of(a, "copy out", &dev);
+    if (rc)
+        return rc;
     const crpm_devops *o = crpm_devops_get();
-    if (rc == 0 && (rc = o->device_sync()) == 0) /* the application's kernels wrote it */
+    if ((rc = o->device_sync()) == 0) /* the application's kernels wrote it */
         rc = crpm_dcopy_out(o, dev, dst, (const char *)a->ptr + off, len);
+    o->unuse();
     return rc;
 }
 
 static int dk_write(const crpm_array *a, uint64_t off, const void *src, uint64_t len)
 {
     int dev, rc = device_of(a, "copy in", &dev);
+    if (rc)
+        return rc;
     const crpm_devops *o = crpm_devops_get();
-    if (rc == 0 && (rc = o->device_sync()) == 0) /* none still reads or writes it */
+    if ((rc = o->device_sync()) == 0) /* none still reads or writes it */
         rc = crpm_dcopy_in(o, dev, (char *)a->ptr + off, src, len);
+    o->unuse();
     return rc;
 }
 

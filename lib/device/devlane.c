@@ -17,7 +17,8 @@ static int holders;
 static void lane_free(crpm_dlane *l)
 {
     const crpm_devops *o = l->ops;
-    if (o->use(l->dev) != 0)
+    int used = o->use(l->dev) == 0;
+    if (!used)
         crpm_error_clear();
     if (l->s)
         o->stream_free(l->s);
@@ -26,6 +27,8 @@ static void lane_free(crpm_dlane *l)
     o->free(l->dpos);
     o->host_free(l->hpack);
     o->host_free(l->hmeta);
+    if (used)
+        o->unuse();
     free(l);
 }
 

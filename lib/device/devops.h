@@ -60,8 +60,12 @@ typedef struct crpm_devops {
      * (no driver loaded in this process, or a driver without a usable GPU)
      * says host and returns 1, without starting one. */
     int (*query)(const void *p, int *type, int *dev);
-    /* Makes dev this thread's current device (for alloc and streams). */
+    /* Makes dev this thread's current device (for alloc and streams) until
+     * the matching unuse(), which makes the device current before it current
+     * again: the application's current device is left as it was.  Every
+     * use() that returned 0 is paired with one unuse(); they nest. */
     int (*use)(int dev);
+    void (*unuse)(void);
     int (*alloc)(void **p, uint64_t n);
     void (*free)(void *p);
     int (*host_alloc)(void **p, uint64_t n); /* pinned */
@@ -107,6 +111,8 @@ void crpm_devmock_fail(const char *op, int n);
  * amount of device memory it held at once. */
 void crpm_devmock_counters(uint64_t *d2h, uint64_t *h2d, uint64_t *dev_peak);
 void crpm_devmock_peak_reset(void); /* the peak starts again from what is held now */
+/* use() calls of this thread not yet paired with unuse() (0 between calls of the kinds). */
+int crpm_devmock_use_depth(void);
 #endif
 
 #endif

@@ -313,7 +313,33 @@ static int c_query(const void *p, int *type, int *dev)
     return CRPM_SUCCESS;
 }
 
-static int c_use(int dev) { return check(cudaSetDevice(dev), "cudaSetDevice"); }
+/* The devices current before each use(), per thread (deeper nesting than
+ * the stack holds only switches). */
+static thread_local int use_stack[8];
+static thread_local int use_depth;
+
+static int c_use(int dev)
+{
+    int cur = -1;
+    cudaError_t e = cudaGetDevice(&cur);
+    if (e == cudaSuccess && cur != dev)
+        e = cudaSetDevice(dev);
+    if (e != cudaSuccess)
+        return fail(e, "cudaSetDevice");
+    if (use_depth < 8)
+        use_stack[use_depth] = cur;
+    use_depth++;
+    return CRPM_SUCCESS;
+}
+
+static void c_unuse(void)
+{
+    if (use_depth == 0)
+        return;
+    int prev = --use_depth < 8 ? use_stack[use_depth] : -1, cur = -1;
+    if (prev >= 0 && cudaGetDevice(&cur) == cudaSuccess && cur != prev && cudaSetDevice(prev) != cudaSuccess)
+        cudaGetLastError();
+}
 
 static int c_alloc(void **p, uint64_t n)
 {
@@ -433,6 +459,6 @@ static int c_fingerprint(crpm_dstream *s, const void *live, void *ref, const uin
 }
 
 extern "C" const crpm_devops crpm_devops_cuda = {
-    "cuda",       c_query,  c_use,  c_alloc,        c_free,    c_host_alloc, c_host_free,
+    "cuda",       c_query,  c_use,  c_unuse, c_alloc,        c_free,    c_host_alloc, c_host_free,
     c_stream_new, c_stream_free, c_copy, c_zero, c_wait, c_done, c_device_sync,
     c_compare,    c_scan,   c_gather, c_bits_move, c_fingerprint};

@@ -222,10 +222,19 @@ static int m_query(const void *p, int *type, int *dev)
     return rc;
 }
 
+static _Thread_local int use_depth;
+
 static int m_use(int dev)
 {
-    return dev == 0 ? CRPM_SUCCESS : crpm_error(CRPM_ERR_DEVICE, "mock device: no device %d", dev);
+    if (dev != 0)
+        return crpm_error(CRPM_ERR_DEVICE, "mock device: no device %d", dev);
+    use_depth++;
+    return CRPM_SUCCESS;
 }
+
+static void m_unuse(void) { use_depth--; }
+
+int crpm_devmock_use_depth(void) { return use_depth; }
 
 static int m_alloc(void **p, uint64_t n)
 {
@@ -540,6 +549,6 @@ static int m_device_sync(void)
     return rc;
 }
 
-const crpm_devops crpm_devops_mock = {"mock", m_query, m_use, m_alloc, m_free, m_host_alloc, m_host_free,
+const crpm_devops crpm_devops_mock = {"mock", m_query, m_use, m_unuse, m_alloc, m_free, m_host_alloc, m_host_free,
                                       m_stream_new, m_stream_free, m_copy, m_zero, m_wait, m_done,
                                       m_device_sync, m_compare, m_scan, m_gather, m_bits_move, m_fingerprint};

@@ -86,6 +86,7 @@ static void *worker(void *arg)
     int t = (int)(intptr_t)p[1];
     for (int i = t; i < w->nranges; i += 4)
         stage_one(w, w->ranges[i]);
+    CHECK(crpm_devmock_use_depth() == 0, "a thread's device use() left unpaired");
     return NULL;
 }
 
@@ -213,6 +214,8 @@ static void model_case(uint64_t seed, int rounds)
         }
     }
     w.k->detach(w.st);
+    CHECK(crpm_devmock_use_depth() == 0, "seed %llu: device use() left unpaired (%d)", (unsigned long long)seed,
+          crpm_devmock_use_depth());
     mock_gpu_release(host);
     free(committed);
     free(w.staged);
@@ -548,6 +551,7 @@ int main(int argc, char **argv)
     engine_managed(dir);
     engine_failures(dir);
     classify();
+    CHECK(crpm_devmock_use_depth() == 0, "device use() left unpaired (%d)", crpm_devmock_use_depth());
     return check_summary("devkind engine");
 }
 #endif
