@@ -22,6 +22,8 @@ static void lane_free(crpm_dlane *l)
         crpm_error_clear();
     if (l->s)
         o->stream_free(l->s);
+    if (l->s2)
+        o->stream_free(l->s2);
     o->free(l->dpack);
     o->free(l->dmeta);
     o->free(l->dpos);
@@ -157,13 +159,14 @@ static int two_get(const crpm_devops *ops, int dev, uint64_t chunk, two *t)
 {
     memset(t, 0, sizeof *t);
     int rc = crpm_dlane_get(ops, dev, 2 * chunk, 0, 0, &t->l);
-    if (rc == 0)
-        rc = ops->stream_new(&t->s[1]);
-    if (rc) {
+    if (rc)
+        return rc;
+    if (!t->l->s2 && (rc = ops->stream_new(&t->l->s2)) != 0) {
         crpm_dlane_put(t->l, 1);
         return rc;
     }
     t->s[0] = t->l->s;
+    t->s[1] = t->l->s2;
     t->buf[0] = t->l->hpack;
     t->buf[1] = (char *)t->l->hpack + chunk;
     return CRPM_SUCCESS;
@@ -172,7 +175,6 @@ static int two_get(const crpm_devops *ops, int dev, uint64_t chunk, two *t)
 static int two_put(const crpm_devops *ops, two *t, int rc)
 {
     int r0 = ops->wait(t->s[0]), r1 = ops->wait(t->s[1]);
-    ops->stream_free(t->s[1]);
     crpm_dlane_put(t->l, rc || r0 || r1);
     return rc ? rc : r0 ? r0 : r1;
 }

@@ -9,7 +9,7 @@
 typedef struct crpm_dlane {
     const crpm_devops *ops;
     int dev;
-    crpm_dstream *s;
+    crpm_dstream *s, *s2;    /* s2: the second stream of copies in and out (made when first needed) */
     uint64_t cap, words;     /* pack bytes, bitmap words the buffers hold */
     void *dpack, *hpack;     /* device pack and its pinned host side */
     uint64_t *dmeta, *hmeta; /* count and window bitmap (1 + words), device and pinned */
