@@ -391,7 +391,9 @@ int crpm_protect_mem(int id, void *ptr, int64_t count, crpm_type_t type, const c
         return report(rc, fn);
     crpm_container *c = crpm_level_l1_container(&ctx->primary);
     const char *why = c && (ctx->cfg.change_tracking || a.kind) ? crpm_container_untracked_reason(c, id) : NULL;
-    if (a.kind && ctx->cfg.verbosity >= 2)
+    int again = i < ctx->narrays && ctx->arrays[i].ptr == ptr && ctx->arrays[i].kind == a.kind &&
+                ctx->arrays[i].count == a.count; /* GPU arrays: said once, and at verbosity 1 when not followed */
+    if (a.kind && !again && (ctx->cfg.verbosity >= 2 || (why && ctx->cfg.verbosity >= 1)))
         printf("[crpm rank %d] array %d is CUDA %s memory (%s)%s%s\n", ctx->rank, id, managed ? "managed" : "device",
                a.kind->name, why ? ": " : "", why ? why : "");
     else if (why && ctx->cfg.verbosity >= 2)

@@ -28,7 +28,8 @@ iterations with keep_last_ckpt = 1; the relaunch with 24 resumes from it.
             with the mock device; without it (this build's own device table)
             CRPM_ERR_DEVICE "no CUDA driver" or CRPM_ERR_NOTSUP "without
             CUDA"; an unknown mode is CRPM_ERR_INVAL; crpm_protect of host
-            memory works
+            memory works; a device array whose copy cannot be allocated
+            is checkpointed through copies and verbosity 1 says so, once
 
 Prints one line per scenario and "N passed, M failed" last.
 """
@@ -207,6 +208,14 @@ def scenario_errors(c):
     out = c.ok(c.run(d, ["--crpm", cfg, "--errors"], np=1, env={"CRPM_TEST_DEVICE": None}), "errors (no GPU)")
     check(re.search(r"crpm_protect_device of host memory: -\d+ .*(no CUDA driver|without CUDA)", out),
           "without a GPU crpm_protect_device must say why\n" + tail(out))
+    # no room for the device copy: the array is compared through copies, and verbosity 1 says so once
+    args = ["--crpm", cfg, "--n", str(N), "--levels", "1", "--iters", "12"]
+    out = c.ok(c.run(d, args, np=1, env={"CRPM_TEST_DEVICE": "mock:alloc=1"}), "a failed device allocation")
+    said = re.findall(r"array 1 is CUDA device memory \(cuda\): its memory kind cannot follow it", out)
+    check(len(said) == 1, "a device array that cannot be followed must be named once at verbosity 1\n" + tail(out))
+    shutil.rmtree(os.path.join(d, "node0"), ignore_errors=True)
+    out = c.ok(c.run(d, args, np=1), "one rank")
+    check("CUDA device memory" not in out, "verbosity 1 names a device array that is followed\n" + tail(out))
 
 
 def main():
