@@ -181,6 +181,9 @@ static void rescan(void)
         v[n++] = (struct ent){lo, hi, off, ino, perm[0] == '-' && perm[1] == '-', man};
     }
     fclose(f);
+    for (size_t i = 0; i < nregs; i++) /* the application's: as the maps say now (it may have unmapped some) */
+        if (!regs[i].own)
+            regs[i--] = regs[--nregs];
     for (size_t i = 0; i < n; i++) {
         if (v[i].managed && !v[i].none) {
             reg_add(v[i].lo, v[i].hi - v[i].lo, (char *)v[i].lo, CRPM_DMEM_MANAGED, 0);
