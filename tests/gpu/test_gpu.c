@@ -13,6 +13,9 @@
  *   corrupt   a flipped byte in the container: recovery fails with
  *             CRPM_ERR_CORRUPT naming the array and the damaged segment's
  *             bytes never reach the device array
+ *   aborted   the kind's calls directly: a walk after an aborted checkpoint
+ *             reports again what that checkpoint staged, one after a commit
+ *             reports nothing
  *   windows   a 96 MiB array with 1-MiB windows (CRPM_DEVICE_WINDOW_MB),
  *             changes spread over every window, depth 1 and 6: exact */
 #include <cuda_runtime_api.h>
@@ -175,6 +178,76 @@ static void corrupt(int mode)
     unlink(path);
 }
 
+/* One walk of the engine's kind calls over the whole array (ranges of R
+ * bytes): the blocks reported (bitmap over the array) must carry the array's
+ * bytes; returns how many. */
+static uint64_t walk(const crpm_mem_kind *k, void *st, const crpm_array *a, uint64_t bytes, uint64_t R, int all,
+                     const char *now, uint64_t *rep)
+{
+    uint64_t nb = (bytes + 255) / 256, n = 0, *chg = calloc(R / 256 / 64 + 2, 8);
+    char *buf = malloc(R);
+    memset(rep, 0, (nb + 63) / 64 * 8);
+    for (uint64_t off = 0; off < bytes; off += R) {
+        uint64_t len = bytes - off < R ? bytes - off : R;
+        memset(chg, 0, (R / 256 / 64 + 2) * 8);
+        REQUIRE(k->stage(st, a, off, len, all, chg, buf) == 0, "stage %llu: %s", (unsigned long long)off,
+                crpm_last_error());
+        for (uint64_t i = 0; i < (len + 255) / 256; i++)
+            if (chg[i / 64] >> (i % 64) & 1) {
+                uint64_t o = off + i * 256, m = bytes - o < 256 ? bytes - o : 256, b = o / 256;
+                CHECK(memcmp(buf + i * 256, now + o, m) == 0, "block %llu staged with other bytes",
+                      (unsigned long long)b);
+                rep[b / 64] |= 1ull << (b % 64);
+                n++;
+            }
+    }
+    free(chg);
+    free(buf);
+    return n;
+}
+
+/* The kind's calls directly, on the GPU: a checkpoint that did not commit
+ * (ABORTED) has its blocks reported again by the next walk though the
+ * compare kernel already took them into the copy (the bitmap-move kernel). */
+static void aborted(int mode)
+{
+    uint64_t bytes = (3u << 20) + 777, nb = (bytes + 255) / 256, R = 256u << 10, changed;
+    char *p, *committed = malloc(bytes), *now = malloc(bytes);
+    uint64_t *rep = calloc((nb + 63) / 64, 8);
+    CU(cudaMalloc((void **)&p, bytes));
+    REQUIRE(gpu_fill(p, bytes, 21) == 0, "fill");
+    const crpm_mem_kind *k = crpm_dev_kind(mode);
+    crpm_array a = {1, CRPM_TC_BYTE, 1, bytes, p, NULL, k};
+    void *st;
+    REQUIRE(k->attach(&a, 256, &st) == 0, "attach: %s", crpm_last_error());
+    CU(cudaMemcpy(committed, p, bytes, cudaMemcpyDefault));
+    CHECK(walk(k, st, &a, bytes, R, 1, committed, rep) == nb, "%s: a first walk reports every block", names[mode]);
+    k->event(st, &a, CRPM_MEM_COMMITTED);
+    REQUIRE(gpu_touch(p, bytes, 256, 0.02, 0, 8, &changed) == 0, "touch");
+    CU(cudaMemcpy(now, p, bytes, cudaMemcpyDefault));
+    uint64_t n = walk(k, st, &a, bytes, R, 0, now, rep);
+    CHECK(n == changed, "%s: %llu blocks changed, %llu reported", names[mode], (unsigned long long)changed,
+          (unsigned long long)n);
+    k->event(st, &a, CRPM_MEM_ABORTED);
+    n = walk(k, st, &a, bytes, R, 0, now, rep); /* nothing changed since, but nothing was committed either */
+    uint64_t missed = 0;
+    for (uint64_t b = 0; b < nb; b++) {
+        uint64_t o = b * 256, m = bytes - o < 256 ? bytes - o : 256;
+        missed += memcmp(now + o, committed + o, m) != 0 && !(rep[b / 64] >> (b % 64) & 1);
+    }
+    CHECK(missed == 0 && n >= changed, "%s: after an aborted checkpoint %llu changed blocks went unreported",
+          names[mode], (unsigned long long)missed);
+    k->event(st, &a, CRPM_MEM_COMMITTED);
+    CHECK(walk(k, st, &a, bytes, R, 0, now, rep) == 0, "%s: after the commit an idle walk reports nothing",
+          names[mode]);
+    k->event(st, &a, CRPM_MEM_COMMITTED);
+    k->detach(st);
+    cudaFree(p);
+    free(committed);
+    free(now);
+    free(rep);
+}
+
 static void windows(int depth)
 {
     char path[512], d[16];
@@ -219,6 +292,8 @@ int main(int argc, char **argv)
             one_mode(mode, m, 256, rounds);
             one_mode(mode, m, 4096, rounds / 2);
         }
+    aborted(CRPM_DEVICE_DIFF);
+    aborted(CRPM_DEVICE_FINGERPRINT);
     corrupt(CRPM_DEVICE_DIFF);
     corrupt(CRPM_DEVICE_FINGERPRINT);
     windows(1);
