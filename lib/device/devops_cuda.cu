@@ -14,7 +14,7 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <stdint.h>
-#include <new>
+#include <stdlib.h>
 
 extern "C" {
 #include "devops.h"
@@ -367,12 +367,12 @@ static void c_host_free(void *p)
 
 static int c_stream_new(crpm_dstream **s)
 {
-    *s = new (std::nothrow) crpm_dstream;
+    *s = (crpm_dstream *)malloc(sizeof **s); /* no C++ runtime: a static libcrpm links into C programs */
     if (!*s)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     cudaError_t e = cudaStreamCreateWithFlags(&(*s)->s, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
-        delete *s;
+        free(*s);
         *s = nullptr;
         return fail(e, "cudaStreamCreate");
     }
@@ -386,7 +386,7 @@ static void c_stream_free(crpm_dstream *s)
     cudaStreamSynchronize(s->s);
     cudaStreamDestroy(s->s);
     cudaGetLastError();
-    delete s;
+    free(s);
 }
 
 static int c_copy(crpm_dstream *s, void *dst, const void *src, uint64_t n, int dir)
