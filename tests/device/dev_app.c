@@ -4,7 +4,7 @@
  * run on the mock device (tests/common/mock_gpu.h).
  *
  *   dev_app (--crpm CFG | --fti CFG) [--n N] [--iters I] [--every K]
- *           [--levels 1,2,3,4] [--mode auto|diff|fingerprint|full]
+ *           [--levels 1,2,3,4] [--mode auto|diff|fingerprint|full] [--recover-var]
  *   dev_app --crpm CFG --errors   what protecting host memory as device
  *                                 memory says (after crpm_init)
  *
@@ -14,7 +14,9 @@
  * Each iteration rewrites a window of N / 16 elements of array 1 (a heat
  * stencil over the window, written through the host view as a kernel would
  * write device memory) and one element of array 2.  Every K iterations a
- * checkpoint at the next level of the list.  Rank 0 prints
+ * checkpoint at the next level of the list.  A restart recovers with
+ * crpm_recover, or array by array with crpm_recover_var (--recover-var).
+ * Rank 0 prints
  * "dev_app: status S", "dev_app: restarted from iteration I" and
  * "result <hex> iterations I" (a digest of every rank's arrays).  Errors:
  * "dev_app rank R: <call> failed: <strerror>: <last error>", exit 1. */
@@ -109,7 +111,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     long n = 1 << 16, iters = 24, every = 3;
-    int levels[16] = {1}, nlevels = 1, mode = 0, errors = 0;
+    int levels[16] = {1}, nlevels = 1, mode = 0, errors = 0, by_var = 0;
     const char *cfg = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : "";
@@ -128,8 +130,9 @@ int main(int argc, char **argv)
             nlevels = 0;
             for (const char *p = v; *p && nlevels < 16; p += *p == ',')
                 levels[nlevels++] = (int)strtol(p, (char **)&p, 10);
-        } else if (!strcmp(argv[i], "--errors")) {
-            errors = 1;
+        } else if (!strcmp(argv[i], "--errors") || !strcmp(argv[i], "--recover-var")) {
+            errors |= argv[i][2] == 'e';
+            by_var |= argv[i][2] == 'r';
             i--;
         } else {
             mode = -1;
@@ -171,6 +174,9 @@ int main(int argc, char **argv)
     if (st > 0) {
         if (use_fti)
             fti_check(FTI_Recover(), "FTI_Recover");
+        else if (by_var)
+            for (int id = 0; id <= 2; id++)
+                check(crpm_recover_var(id), "crpm_recover_var");
         else
             check(crpm_recover(), "crpm_recover");
         if (rank == 0)

@@ -11,7 +11,9 @@ iterations with keep_last_ckpt = 1; the relaunch with 24 resumes from it.
             node 2 lost, full at level 4 with every node lost: status 2, 3, 4,
             restarted from iteration 12, the reference's result
   kill      each mode, levels 1-4 in turn, a rank killed inside a checkpoint
-            (CRPM_TEST_KILL), relaunched: the reference's result; protect
+            (CRPM_TEST_KILL), relaunched (recovering with crpm_recover, or
+            with crpm_recover_var array by array in fingerprint and full
+            modes): the reference's result; protect
             says (verbosity 2) that array 1 is device memory in that mode's
             kind and array 2 managed memory
   fti       FTI_Protect of device and managed memory, FTI_Checkpoint at
@@ -120,11 +122,11 @@ def scenario_levels(c):
 
 def scenario_kill(c):
     levels = "1,2,3,4" if c.l4 else "1,2,3"
-    for mode, hook in (("auto", "1:after_data:3"), ("fingerprint", "2:before_data:5"),
-                       ("full", "3:after_commit:4")):
+    for mode, hook, extra in (("auto", "1:after_data:3", []), ("fingerprint", "2:before_data:5", ["--recover-var"]),
+                              ("full", "3:after_commit:4", ["--recover-var"])):
         d = c.dir("kill-" + mode)
         args = ["--crpm", c.config(d, {"keep_last_ckpt": 0, "verbosity": 2}), "--n", str(N), "--mode", mode,
-                "--levels", levels, "--iters", "24"]
+                "--levels", levels, "--iters", "24"] + extra
         r = c.run(d, args, env={"CRPM_TEST_KILL": hook})
         check(r.rc != 0 and "result" not in r.out, "%s: the kill hook did not fire\n%s" % (mode, tail(r.out)))
         kind = {"auto": "cuda", "fingerprint": "cuda-fingerprint", "full": "cuda-full"}[mode]
