@@ -314,7 +314,8 @@ int crpm_dev_classify(const void *ptr, int mode, int explicit_, int id, const ch
                               "CUDA toolkit found)", fn, id);
         if (nodriver)
             return crpm_error(CRPM_ERR_DEVICE, "%s(%d): %p cannot be GPU memory: no CUDA driver is loaded in this "
-                              "process, or it sees no GPU (no GPU here, or the application has not used CUDA)", fn, id, ptr);
+                              "process, or it sees no GPU (no GPU here, or the application has not used CUDA)", fn,
+                              id, ptr);
         return crpm_error(CRPM_ERR_INVAL, "%s(%d): %p is host memory, not CUDA device or managed memory "
                           "(protect it with crpm_protect)", fn, id, ptr);
     }

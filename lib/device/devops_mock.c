@@ -190,7 +190,8 @@ static void rescan(void)
             continue;
         }
         for (size_t j = 0; v[i].none && !v[i].managed && j < n; j++)
-            if (j != i && v[j].ino == v[i].ino && !v[j].none && v[j].off == v[i].off && v[j].hi - v[j].lo >= v[i].hi - v[i].lo)
+            if (j != i && v[j].ino == v[i].ino && !v[j].none && v[j].off == v[i].off &&
+                v[j].hi - v[j].lo >= v[i].hi - v[i].lo)
                 reg_add(v[i].lo, v[i].hi - v[i].lo, (char *)v[j].lo, CRPM_DMEM_DEVICE, 0);
     }
     free(v);
@@ -340,7 +341,10 @@ static int m_compare(crpm_dstream *s, const crpm_dwindow *w)
     return enqueue(s, &(mop){.op = OP_COMPARE, .w = *w}, F_COMPARE);
 }
 
-static int m_scan(crpm_dstream *s, const crpm_dwindow *w) { return enqueue(s, &(mop){.op = OP_SCAN, .w = *w}, F_COMPARE); }
+static int m_scan(crpm_dstream *s, const crpm_dwindow *w)
+{
+    return enqueue(s, &(mop){.op = OP_SCAN, .w = *w}, F_COMPARE);
+}
 
 static int m_gather(crpm_dstream *s, const crpm_dwindow *w)
 {
