@@ -251,8 +251,8 @@ static int prefetch(dk_state *st)
     }
     while (ahead < st->depth && st->R && st->frontier < st->bytes && st->frontier % st->R == 0) {
         uint64_t off = st->frontier, fb = off / st->blk;
-        uint64_t stop = hb_next(st->launched, fb, st->nb, 1) * st->blk;
         uint64_t end = off + st->winbytes < st->bytes ? off + st->winbytes : st->bytes;
+        uint64_t stop = hb_next(st->launched, fb, blocks(st, end), 1) * st->blk; /* only the window is scanned */
         end = end < stop ? end : stop;
         if (end <= off)
             break;
@@ -288,8 +288,9 @@ static int find(dk_state *st, uint64_t off, uint64_t len, int all, dk_win **out)
     all |= hb_next(st->launched, b, e, 1) < e;
     uint64_t end = off + len;
     if (st->R && len == st->R && off % st->R == 0) { /* the engine's regular walk: a whole window */
-        uint64_t stop = hb_next(st->launched, e, st->nb, 1) * st->blk, w = off + st->winbytes;
+        uint64_t w = off + st->winbytes;
         end = w < st->bytes ? w : st->bytes;
+        uint64_t stop = hb_next(st->launched, e, blocks(st, end) > e ? blocks(st, end) : e, 1) * st->blk;
         end = end < stop ? end : stop;
         end = end < off + len ? off + len : end;
     }
