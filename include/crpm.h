@@ -64,11 +64,25 @@ CRPM_API int crpm_init(const char *config_file, MPI_Comm comm);
 
 /* Register (or re-register with a new pointer or count) array `id`: `count`
  * elements of `type` at `ptr`.  Local.  Arrays must stay valid until the next
- * protect of that id or finalize.
+ * protect of that id or finalize.  CUDA device and managed memory is
+ * recognised and checkpointed on the GPU in the configuration's device_mode
+ * (docs/gpu.md).
  * Errors: CRPM_ERR_STATE (before init), CRPM_ERR_INVAL (NULL pointer with a
  *   count, negative count, unknown type), CRPM_ERR_RANGE (size overflows),
- *   CRPM_ERR_NOMEM. */
+ *   CRPM_ERR_NOMEM, CRPM_ERR_NOTSUP (GPU memory, library built without
+ *   CUDA), CRPM_ERR_DEVICE (the CUDA runtime failed). */
 CRPM_API int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type);
+
+/* crpm_protect for CUDA device or managed memory, in `mode`:
+ * CRPM_DEVICE_DIFF (a copy of the committed state on the GPU),
+ * CRPM_DEVICE_FINGERPRINT (a 128-bit fingerprint per block instead),
+ * CRPM_DEVICE_FULL (every byte copied out each checkpoint) or
+ * CRPM_DEVICE_DEFAULT (device_mode of the configuration).  Local.  A later
+ * crpm_protect of the id goes back to the configured mode.
+ * Errors: those of crpm_protect; CRPM_ERR_INVAL (host memory, unknown mode),
+ *   CRPM_ERR_NOTSUP (library built without CUDA), CRPM_ERR_DEVICE (no CUDA
+ *   driver or device in this process). */
+CRPM_API int crpm_protect_device(int id, void *ptr, int64_t count, crpm_type_t type, int mode);
 
 /* Local: CRPM_STATUS_FRESH, CRPM_STATUS_L1, CRPM_STATUS_L2 (level 1 rebuilt
  * from partner copies), CRPM_STATUS_L3 (rebuilt from level-3 parity),

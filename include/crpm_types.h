@@ -45,6 +45,13 @@ extern "C" {
 #define CRPM_ERR_NOTSUP    (-20)  /* feature not available in this build */
 #define CRPM_ERR_RANGE     (-21)  /* size or index out of range */
 #define CRPM_ERR_BUSY      (-22)  /* checkpoints in use by another job or process */
+#define CRPM_ERR_DEVICE    (-23)  /* a GPU (CUDA) call failed, or no usable GPU for device memory */
+
+/* ---- GPU arrays (crpm_protect_device, device_mode; docs/gpu.md) -------- */
+#define CRPM_DEVICE_DEFAULT     0 /* the configuration's device_mode (default: diff) */
+#define CRPM_DEVICE_DIFF        1 /* a copy of the committed state on the GPU; changed blocks found there */
+#define CRPM_DEVICE_FINGERPRINT 2 /* a 128-bit fingerprint per block on the GPU instead of the copy */
+#define CRPM_DEVICE_FULL        3 /* every byte copied to the host at each checkpoint (FTI-style) */
 
 /* ---- checkpoint levels ------------------------------------------------- */
 #define CRPM_L1 1   /* node-local differential container (persistent memory) */

@@ -16,6 +16,7 @@
 #include "context.h"
 #include "coordinate.h"
 #include "crpm.h"
+#include "devkind.h"
 #include "error.h"
 #include "grow.h"
 #include "jobdir.h"
@@ -321,6 +322,12 @@ int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type)
 
 int crpm_protect_any(int id, void *ptr, int64_t count, crpm_type_t type, const char *fn)
 {
+    return crpm_protect_mem(id, ptr, count, type, fn, CRPM_DEVICE_DEFAULT, 0);
+}
+
+int crpm_protect_mem(int id, void *ptr, int64_t count, crpm_type_t type, const char *fn, int device_mode,
+                     int device_only)
+{
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "%s(%d): call crpm_init first", fn, id), fn);
     if (count < 0 || type.size <= 0 || (count > 0 && !ptr))
@@ -337,13 +344,21 @@ int crpm_protect_any(int id, void *ptr, int64_t count, crpm_type_t type, const c
     if (i == ctx->narrays && CRPM_GROW(ctx->arrays, ctx->cap_arrays, (size_t)ctx->narrays + 1, 16))
         return report(crpm_error(CRPM_ERR_NOMEM, "crpm_protect: out of memory"), fn);
     crpm_array a = {id, type.code, (uint64_t)type.size, (uint64_t)count, ptr, name_of(id), NULL};
+    int managed, rc = ptr ? crpm_dev_classify(ptr, device_mode ? device_mode : ctx->cfg.device_mode, device_only, id,
+                                              fn, &a.kind, &managed) : CRPM_SUCCESS; /* GPU memory: docs/gpu.md */
     const crpm_level_ops *ops = ctx->primary.ops;
-    int rc = ops && ops->protect ? ops->protect(&ctx->primary, &a) : CRPM_SUCCESS;
+    if (rc == 0 && ops && ops->protect)
+        rc = ops->protect(&ctx->primary, &a);
     if (rc != 0)
         return report(rc, fn);
     crpm_container *c = ops && ops->container ? ops->container(&ctx->primary) : NULL;
-    const char *why = c && ctx->cfg.change_tracking ? crpm_container_untracked_reason(c, id) : NULL;
-    if (why && ctx->cfg.verbosity >= 2)
+    const char *why = c && (ctx->cfg.change_tracking || a.kind) ? crpm_container_untracked_reason(c, id) : NULL;
+    int again = i < ctx->narrays && ctx->arrays[i].ptr == ptr && ctx->arrays[i].kind == a.kind &&
+                ctx->arrays[i].count == a.count; /* GPU arrays: said once, and at verbosity 1 when not followed */
+    if (a.kind && !again && (ctx->cfg.verbosity >= 2 || (why && ctx->cfg.verbosity >= 1)))
+        printf("[crpm rank %d] array %d is CUDA %s memory (%s)%s%s\n", ctx->rank, id, managed ? "managed" : "device",
+               a.kind->name, why ? ": " : "", why ? why : "");
+    else if (why && ctx->cfg.verbosity >= 2)
         printf("[crpm rank %d] array %d is compared whole, not tracked: %s\n", ctx->rank, id, why);
     ctx->arrays[i] = a;
     if (i == ctx->narrays) {

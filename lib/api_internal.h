@@ -13,6 +13,11 @@ crpm_ctx *crpm_api_ctx(void);
 int crpm_api_report(int rc, const char *fn);
 /* crpm_protect without the check that `id` is not reserved. */
 int crpm_protect_any(int id, void *ptr, int64_t count, crpm_type_t type, const char *fn);
+/* ... that also chooses a GPU array's mode (CRPM_DEVICE_*; DEFAULT: the
+ * configuration's) and, with device_only, refuses host memory
+ * (crpm_protect_device, api_device.c). */
+int crpm_protect_mem(int id, void *ptr, int64_t count, crpm_type_t type, const char *fn, int device_mode,
+                     int device_only);
 
 /* api_global.c: the layout region and the checks around it. */
 int crpm_global_after_init(crpm_ctx *ctx);          /* after crpm_restart */

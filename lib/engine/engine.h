@@ -43,7 +43,8 @@ const char *crpm_container_tracking(const crpm_container *c);
 /* With change tracking asked for: why array id is compared whole instead of
  * tracked (its memory kind, see crpm_tracker_memory_check, or why tracking
  * is not available at all); NULL when it is tracked, when tracking was not
- * asked for, or when id is not protected. */
+ * asked for (except for memory kinds that find their own changes, e.g. GPU
+ * memory whose device copy could not be made), or when id is not protected. */
 const char *crpm_container_untracked_reason(const crpm_container *c, int32_t id);
 
 /* engine internals: the region of id, NULL when it was never protected */

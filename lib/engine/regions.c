@@ -86,7 +86,9 @@ int crpm_container_protect_array(crpm_container *c, const crpm_array *a)
 const char *crpm_container_untracked_reason(const crpm_container *c, int32_t id)
 {
     const crpm_region *r = crpm_region_find((crpm_container *)c, id);
-    if (!c->eng || !c->eng->want_tracking || !r || !r->prot.elem_size || !r->eng)
+    /* a kind that finds its own changes says why it does not, tracking asked for or not */
+    if (!c->eng || !r || !r->prot.elem_size || !r->eng ||
+        (!c->eng->want_tracking && !crpm_array_kind(&r->prot)->stage))
         return NULL;
     return r->eng->why;
 }

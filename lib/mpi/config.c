@@ -29,6 +29,7 @@ enum key_id {
     K_SEGMENT_SIZE, K_BLOCK_SIZE, K_PERSISTENCE, K_METHOD, K_CHANGE_TRACKING,
     K_LOCK_WAIT_S, K_ON_UNRECOVERABLE, K_HUGE_PAGES,
     K_HEAP_BASE, /* persistent heap (docs/heap.md) */
+    K_DEVICE_MODE, /* GPU arrays (docs/gpu.md) */
     K_COUNT
 };
 
@@ -64,6 +65,7 @@ static const struct key_desc {
     [K_ON_UNRECOVERABLE] = {"advanced", "on_unrecoverable"},
     [K_HUGE_PAGES] = {"advanced", "huge_pages"},
     [K_HEAP_BASE] = {"advanced", "heap_base"},
+    [K_DEVICE_MODE] = {"advanced", "device_mode"},
 };
 
 typedef struct parse_ctx {
@@ -85,6 +87,7 @@ void crpm_config_defaults(crpm_config *cfg)
     cfg->lock_wait_s = 5;
     cfg->end_time_safety = 2;
     cfg->heap_base = CRPM_HEAP_BASE_DEFAULT;
+    cfg->device_mode = CRPM_DEVICE_DIFF;
 }
 
 static int parse_long(const char *v, long lo, long hi, long *out)
@@ -344,6 +347,17 @@ static int set_advanced(crpm_config *cfg, int k, const char *value, const char *
         *want = "an address that is a multiple of 4 MiB below 2^47, e.g. 0x10000000000";
         break;
     }
+    case K_DEVICE_MODE:
+        if (strcmp(value, "diff") == 0)
+            cfg->device_mode = CRPM_DEVICE_DIFF;
+        else if (strcmp(value, "fingerprint") == 0)
+            cfg->device_mode = CRPM_DEVICE_FINGERPRINT;
+        else if (strcmp(value, "full") == 0)
+            cfg->device_mode = CRPM_DEVICE_FULL;
+        else
+            ok = 0;
+        *want = "diff, fingerprint or full";
+        break;
     case K_CHANGE_TRACKING:
         if (strcmp(value, "compare") == 0)
             cfg->change_tracking = 0;

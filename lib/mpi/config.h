@@ -43,6 +43,7 @@ typedef struct crpm_config {
     int on_unrecoverable_fresh;         /* 1: start fresh when no checkpoint can be used */
     int huge_pages;                     /* 1: recovery advises huge pages on the arrays it fills */
     uint64_t heap_base;                 /* persistent heap: its fixed address */
+    int device_mode;                    /* GPU arrays: CRPM_DEVICE_DIFF, _FINGERPRINT or _FULL (docs/gpu.md) */
 } crpm_config;
 
 /* method = full writes FTI-level-1-style full files (lib/levels/full.c): the

@@ -50,6 +50,7 @@ const char *crpm_strerror(int code)
     case CRPM_ERR_NOTSUP:    return "not supported by this build";
     case CRPM_ERR_RANGE:     return "size or index out of range";
     case CRPM_ERR_BUSY:      return "checkpoint in use by another job or process";
+    case CRPM_ERR_DEVICE:    return "GPU error (CUDA call failed or no usable GPU)";
     default:                 return "unknown error code";
     }
 }

@@ -35,7 +35,7 @@ class ConfigError(Error):
 
 class ResourceError(Error):
     """The system refused: memory, files, HDF5, checkpoints held by another
-    job (ERR_NOMEM, ERR_IO, ERR_HDF5, ERR_BUSY)."""
+    job, the GPU (ERR_NOMEM, ERR_IO, ERR_HDF5, ERR_BUSY, ERR_DEVICE)."""
 
 
 class CheckpointError(Error):
@@ -53,7 +53,7 @@ class CommunicationError(Error):
 _FAMILIES = {
     UsageError: ("INVAL", "STATE", "RANGE"),
     ConfigError: ("CONFIG", "NOTSUP"),
-    ResourceError: ("NOMEM", "IO", "HDF5", "BUSY"),
+    ResourceError: ("NOMEM", "IO", "HDF5", "BUSY", "DEVICE"),
     CheckpointError: ("NOCKPT", "CORRUPT", "VERSION", "FORMAT", "TRUNCATED", "GEOMETRY", "IDENTITY", "MISMATCH",
                       "EPOCH", "MISSING", "NRANKS"),
     CommunicationError: ("MPI", "REMOTE"),

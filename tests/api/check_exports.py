@@ -3,7 +3,8 @@
 public headers, and nothing else (internals are hidden).  With --test-hooks
 OFF or ON (how the build was configured, CRPM_TEST_HOOKS) it also checks
 that the test machinery is in the library exactly when asked for: without
-the hooks no test-hook code and none of their environment variables' names;
+the hooks no test-hook code (the mock GPU device included) and none of their
+environment variables' names;
 with them the hook code is there; the crash simulator never is.
 
 usage: check_exports.py [--test-hooks ON|OFF] LIBRARY HEADER..."""
@@ -29,9 +30,9 @@ def exported(lib):
     return {line.split()[-1] for line in out.splitlines() if len(line.split()) == 3}
 
 
-HOOK_SYMBOLS = re.compile(r'^crpm_testhook_\w+$')
+HOOK_SYMBOLS = re.compile(r'^(crpm_testhook_\w+|crpm_devmock_\w+|crpm_devops_mock)$')
 SIM_SYMBOLS = re.compile(r'^crpm_(sim_\w+|backend_sim)$')
-HOOK_STRINGS = (b'CRPM_TEST_KILL', b'CRPM_TEST_L3_VERIFY', b'CRPM_BENCH_BASELINE')
+HOOK_STRINGS = (b'CRPM_TEST_KILL', b'CRPM_TEST_L3_VERIFY', b'CRPM_BENCH_BASELINE', b'CRPM_TEST_DEVICE')
 
 
 def test_machinery(lib, hooks):

@@ -5,15 +5,22 @@
  * container says it is recoverable.  After each checkpoint returns, the media
  * alone must hold epoch k.
  *
- *   test_crash_sim DIR MIN_IMAGES [track|declared|device]
+ *   test_crash_sim DIR MIN_IMAGES [track|declared|device|gpu]
  * device: the arrays live in mock device memory (mock_device.h), some in a
- * kind that stages its own changes, some in one that only copies. */
+ * kind that stages its own changes, some in one that only copies.
+ * gpu: the GPU kinds of lib/device (diff, fingerprint, full by array) on the
+ * mock device (devops_mock.c, test-hook builds; skipped without). */
 #include <fcntl.h>
 #include <unistd.h>
 #include "check.h"
 #include "engine.h"
 #include "persist_sim.h"
 #include "mock_device.h"
+#include "mock_gpu.h"
+#ifdef CRPM_TEST_HOOKS
+#include "devkind.h"
+#include "devops.h"
+#endif
 
 #define MAXR 8
 #define MAXE 128
@@ -59,15 +66,24 @@ static int mid_checkpoint;
 static int track; /* run the workloads with change_tracking = pagemap */
 static int declared; /* the workloads report their writes (crpm_container_written) */
 static int device; /* the arrays are in mock device memory */
+static int gpu;    /* ... of the mock GPU device, through the GPU kinds */
 static uint64_t packed_seen, moves_seen; /* packed arrays after a checkpoint; arrays moved in or out of packs */
 
 /* The arrays' buffers: host memory, or the host side of mock device memory
  * (written as a kernel would write device memory). */
-static void *ralloc(uint64_t n) { return device ? mock_malloc(n) : malloc(n ? n : 1); }
-static void *rrealloc(void *p, uint64_t n) { return device ? mock_realloc(p, n) : realloc(p, n ? n : 1); }
+static void *ralloc(uint64_t n)
+{
+    return gpu ? mock_gpu_malloc(n) : device ? mock_malloc(n) : malloc(n ? n : 1);
+}
+static void *rrealloc(void *p, uint64_t n)
+{
+    return gpu ? mock_gpu_realloc(p, n) : device ? mock_realloc(p, n) : realloc(p, n ? n : 1);
+}
 static void rfree(void *p)
 {
-    if (device)
+    if (gpu)
+        mock_gpu_release(p);
+    else if (device)
         mock_free(p);
     else
         free(p);
@@ -75,6 +91,12 @@ static void rfree(void *p)
 
 static int protect(crpm_container *c, int32_t id, char *buf, uint64_t count, uint64_t es)
 {
+#ifdef CRPM_TEST_HOOKS
+    if (gpu) { /* the three modes by array */
+        crpm_array g = {id, CRPM_TC_BYTE, es, count, mock_gpu_dev(buf), NULL, crpm_dev_kind(1 + id % 3)};
+        return crpm_container_protect_array(c, &g);
+    }
+#endif
     if (!device)
         return crpm_container_protect(c, id, buf, count, CRPM_TC_BYTE, es);
     crpm_array a = {id, CRPM_TC_BYTE, es, count, mock_dev(buf), NULL,
@@ -410,6 +432,15 @@ int main(int argc, char **argv)
     track = argc > 3 && strcmp(argv[3], "track") == 0;
     declared = argc > 3 && strcmp(argv[3], "declared") == 0;
     device = argc > 3 && strcmp(argv[3], "device") == 0;
+    gpu = argc > 3 && strcmp(argv[3], "gpu") == 0;
+#ifdef CRPM_TEST_HOOKS
+    crpm_devops_set(&crpm_devops_mock);
+#else
+    if (gpu) {
+        printf("SKIP: the mock GPU device needs a build with CRPM_TEST_HOOKS\n");
+        return 77;
+    }
+#endif
     img = malloc(64u << 20);
     snprintf(img_path, sizeof img_path, "%s/sim-img-%d.crpm", dir, (int)getpid());
     rng_img = 12345;
@@ -428,7 +459,7 @@ int main(int argc, char **argv)
     }
     unlink(img_path);
     printf("crash images checked: %llu in %d workloads%s (%llu resumed with a new checkpoint), failures: %llu\n",
-           (unsigned long long)images, runs, track ? " (change tracking)" : declared ? " (declared writes)" : device ? " (mock device memory)" : "", (unsigned long long)resumed,
+           (unsigned long long)images, runs, track ? " (change tracking)" : declared ? " (declared writes)" : device ? " (mock device memory)" : gpu ? " (GPU kinds, mock device)" : "", (unsigned long long)resumed,
            (unsigned long long)failures);
     printf("packed arrays after a checkpoint: %llu; arrays moved into or out of a pack: %llu\n",
            (unsigned long long)packed_seen, (unsigned long long)moves_seen);

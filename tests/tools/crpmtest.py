@@ -32,6 +32,7 @@ import time
 #: and pause hooks, skipping the restart's data check, level 3's parity check,
 #: the benchmarks' baselines.
 TEST_HOOK_VARS = ("CRPM_TEST_KILL", "CRPM_TEST_PAUSE", "CRPM_TEST_SKIP_DATA_CHECK", "CRPM_TEST_L3_VERIFY",
+                  "CRPM_TEST_DEVICE",
                   "CRPM_BENCH_BASELINE")
 
 #: Variables a launch must not inherit from the driver's environment unless
