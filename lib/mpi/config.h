@@ -43,7 +43,10 @@ typedef struct crpm_config {
     int on_unrecoverable_fresh;         /* 1: start fresh when no checkpoint can be used */
     int huge_pages;                     /* 1: recovery advises huge pages on the arrays it fills */
     uint64_t heap_base;                 /* persistent heap: its fixed address */
+    int threads;                        /* the engine's workers per rank; 0 = auto (docs/threads.md) */
 } crpm_config;
+
+#define CRPM_THREADS_MAX 1024
 
 /* method = full writes FTI-level-1-style full files (lib/levels/full.c): the
  * baseline the differential engine is benchmarked against. */
