@@ -277,6 +277,7 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
         .glbl_dir = ctx->cfg.glbl_dir,
         .keep_l4 = ctx->cfg.keep_l4,
         .layout = &ctx->layout,
+        .pool = ctx->pool,
     };
     if (rc == 0)
         rc = crpm_level_l4(&ctx->l4, &ctx->env, NULL);

@@ -349,15 +349,23 @@ static int apply_msg(l3_state *s, const unsigned char *m, int len, int h, int i,
         return crpm_error(CRPM_ERR_CORRUPT, "level 3: malformed delta from rank %d", from);
     const unsigned char *data = m + 8 + 16 * n;
     uint64_t avail = (uint64_t)len - 8 - 16 * n, used = 0;
-    for (uint64_t e = 0; e < n; e++) {
+    crpm_l3_piece *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory for a delta of %llu ranges",
+                          (unsigned long long)n);
+    for (uint64_t e = 0; e < n; e++) { /* all checked before any is applied */
         uint64_t off = get64(m + 8 + 16 * e), l = get64(m + 16 + 16 * e);
-        if (l > avail - used || off > s->plen || l > s->plen - off)
+        if (l > avail - used || off > s->plen || l > s->plen - off) {
+            free(v);
             return crpm_error(CRPM_ERR_CORRUPT, "level 3: delta from rank %d out of range", from);
-        crpm_l3_update(&s->code, h, i, data + used, par + off, l);
-        if (pc) /* the parity checkpoint compares only what deltas touched */
-            crpm_container_written(pc, id, off, l);
+        }
+        v[e] = (crpm_l3_piece){data + used, par + off, l};
         used += l;
     }
+    crpm_l3_update_many(&s->code, h, i, v, n); /* over the rank's workers */
+    for (uint64_t e = 0; pc && e < n; e++) /* the parity checkpoint compares only what deltas touched */
+        crpm_container_written(pc, id, (uint64_t)(v[e].parity - par), v[e].len);
+    free(v);
     return CRPM_SUCCESS;
 }
 
@@ -809,6 +817,7 @@ int crpm_level_l3(crpm_level *lv, const crpm_level_env *env, const crpm_l3_opts 
     s->par = calloc((size_t)o->parity, sizeof *s->par);
     int rc = s->grp && s->par ? crpm_l3_code_init(&s->code, s->k, o->parity)
                               : crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    s->code.pool = env->pool; /* the rank's workers apply the deltas */
     for (int j = 0; s->grp && j < o->group_size; j++)
         s->grp[j] = -1;
     for (int r = 0; rc == 0 && r < env->nranks; r++)
