@@ -285,6 +285,15 @@ static int test_identical(const char *dir, int track)
     crpm_container_close(a);
     crpm_container_close(b);
     crpm_pool_free(pool);
+    for (int i = 0; i < NA; i++) {
+        if (x[i].dev) {
+            mock_free(x[i].buf);
+            mock_free(y[i].buf);
+        } else {
+            free(x[i].buf);
+            free(y[i].buf);
+        }
+    }
     unlink(pa);
     unlink(pb);
     return check_summary("identical") == 0 ? 0 : 1;
