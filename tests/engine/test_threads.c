@@ -217,6 +217,11 @@ static int test_identical(const char *dir, int track)
     crpm_pool *pool;
     REQUIRE(crpm_pool_create(8, &pool) == 0, "pool");
     crpm_container_set_pool(b, pool);
+    /* write logs, as level 2 keeps them: the workers' logs merged must name
+     * the same ranges as the single worker's */
+    crpm_wlog la = {0}, lb = {0};
+    crpm_container_media(a)->log = &la;
+    crpm_container_media(b)->log = &lb;
 
     /* two sets of the same arrays (with tracking each container follows
      * its own pages); sizes from a few bytes (packed) to several segments */
@@ -253,6 +258,12 @@ static int test_identical(const char *dir, int track)
                 crpm_last_error());
         CHECK(st1.bytes_written == st8.bytes_written, "checkpoint %d: %llu bytes written by 1 worker, %llu by 8", k,
               (unsigned long long)st1.bytes_written, (unsigned long long)st8.bytes_written);
+        crpm_wlog_normalize(&la);
+        crpm_wlog_normalize(&lb);
+        CHECK(!la.lost && !lb.lost && la.n == lb.n && la.n > 0 && memcmp(la.v, lb.v, la.n * sizeof *la.v) == 0,
+              "checkpoint %d: write logs differ (%zu ranges by 1 worker, %zu by 8)", k, la.n, lb.n);
+        crpm_wlog_clear(&la);
+        crpm_wlog_clear(&lb);
         size_t na, nb;
         char *fa = load_masked(pa, &na), *fb = load_masked(pb, &nb);
         size_t at = 0;
@@ -282,6 +293,10 @@ static int test_identical(const char *dir, int track)
         CHECK(memcmp(y[i].buf, want[i], y[i].bytes) == 0, "array %d recovered by 8 workers differs", y[i].id);
         free(want[i]);
     }
+    crpm_container_media(a)->log = NULL;
+    crpm_container_media(b)->log = NULL;
+    crpm_wlog_free(&la);
+    crpm_wlog_free(&lb);
     crpm_container_close(a);
     crpm_container_close(b);
     crpm_pool_free(pool);
