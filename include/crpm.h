@@ -304,7 +304,8 @@ CRPM_API size_t crpm_heap_used(void);
  * by any one thread.  Outside a parallel region and without
  * crpm_team_begin a team call is the plain call.  Members that disagree
  * (one calls crpm_recover_team while the others checkpoint) all get
- * CRPM_ERR_STATE.  A member that never arrives makes the others wait. */
+ * CRPM_ERR_STATE.  A member that never arrives makes the others wait.
+ * One team calls at a time per process (not two nested regions at once). */
 CRPM_API int crpm_checkpoint_team(int id, int level);
 CRPM_API int crpm_recover_team(void);
 /* The team of the following team calls has nthreads threads (1 .. 1024);
