@@ -119,9 +119,10 @@ static struct {
     int n;                /* members of the call in progress */
     const char *fn;       /* which team call it is */
     int arrived, left, led, done, closing, mixed;
+    int lent;             /* the leader holds the guard and lent the pool: serve it */
     int rc;
     char msg[2048];
-} team = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, ""};
+} team = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, ""};
 
 int crpm_team_begin(int nthreads)
 {
@@ -172,16 +173,15 @@ typedef int (*team_body)(int id, int level);
 
 /* With team.mu held: this member is in; returns 1 when it leads, -1 when
  * it is the last and none could lead (the call failed for all). */
-static int arrive(const char *fn, int n, crpm_pool *pool)
+static int arrive(const char *fn, int n)
 {
     while (team.closing) /* the last call's members are still leaving */
         pthread_cond_wait(&team.cv, &team.mu);
     if (team.arrived == 0) {
         team.n = n;
         team.fn = fn;
-        team.led = team.done = team.mixed = 0;
+        team.led = team.done = team.mixed = team.lent = 0;
         team.rc = 0;
-        crpm_pool_guests(pool, n - 1); /* before the leader's first run */
     } else if (team.n != n || team.fn != fn) {
         team.mixed = 1; /* threads of one team in different calls: an error for all */
     }
@@ -203,6 +203,30 @@ static int arrive(const char *fn, int n, crpm_pool *pool)
     return lead;
 }
 
+/* The leader: takes the guard first (so that nobody else is inside the
+ * library while the pool's width changes), lends the pool to the team, runs
+ * the call, dismisses the team's threads. */
+static void lead_call(const char *fn, team_body body, int id, int level, int n, crpm_pool *pool)
+{
+    int rc = crpm_api_enter(fn, 1);
+    if (rc == 0) {
+        crpm_pool_guests(pool, n - 1);
+        pthread_mutex_lock(&team.mu);
+        team.lent = 1;
+        pthread_cond_broadcast(&team.cv);
+        pthread_mutex_unlock(&team.mu);
+        rc = body(id, level);
+        crpm_pool_dismiss(pool); /* every member that serves leaves; later ones do not start */
+        crpm_api_leave();
+    }
+    pthread_mutex_lock(&team.mu);
+    team.rc = rc;
+    snprintf(team.msg, sizeof team.msg, "%s", rc ? crpm_last_error() : "");
+    team.done = 1;
+    pthread_cond_broadcast(&team.cv);
+    pthread_mutex_unlock(&team.mu);
+}
+
 static int team_call(const char *fn, team_body body, int id, int level)
 {
     crpm_ctx *ctx = crpm_api_ctx();
@@ -213,33 +237,28 @@ static int team_call(const char *fn, team_body body, int id, int level)
         return body(id, level);
     crpm_pool *pool = ctx->pool;
     pthread_mutex_lock(&team.mu);
-    int lead = arrive(fn, n, pool);
+    int lead = arrive(fn, n);
     pthread_mutex_unlock(&team.mu);
-    int rc = CRPM_SUCCESS;
-    if (lead < 0) { /* no leader: the others leave serve */
-        crpm_pool_dismiss(pool);
-        lead = 0;
+    if (lead > 0) {
+        lead_call(fn, body, id, level, n, pool);
+    } else if (lead == 0) {
         pthread_mutex_lock(&team.mu);
-    } else if (lead) {
-        rc = body(id, level);
-        crpm_pool_dismiss(pool); /* every member that serves leaves; later ones do not start */
-        pthread_mutex_lock(&team.mu);
-        team.rc = rc;
-        snprintf(team.msg, sizeof team.msg, "%s", rc ? crpm_last_error() : "");
-        team.done = 1;
-        pthread_cond_broadcast(&team.cv);
-    } else {
-        crpm_pool_serve(pool); /* the leader's data passes, until dismissed */
-        pthread_mutex_lock(&team.mu);
+        while (!team.lent && !team.done) /* until the leader lent the pool, or is done */
+            pthread_cond_wait(&team.cv, &team.mu);
+        int serve = !team.done;
+        pthread_mutex_unlock(&team.mu);
+        if (serve)
+            crpm_pool_serve(pool); /* the leader's data passes, until dismissed */
     }
+    pthread_mutex_lock(&team.mu);
     while (!(team.done && team.arrived == team.n)) /* all return together */
         pthread_cond_wait(&team.cv, &team.mu);
     team.closing = 1;
-    rc = team.rc;
+    int rc = team.rc;
     if (team.mixed)
         rc = crpm_error(CRPM_ERR_STATE, "%s: the threads of the team made different team calls (or disagree on "
                         "its size); %s", fn, rc ? team.msg : "the leader's call succeeded");
-    else if (rc && !lead)
+    else if (rc && lead <= 0)
         crpm_error(rc, "%s", team.msg);
     if (++team.left == team.n) {
         team.arrived = team.left = team.closing = 0;

@@ -15,7 +15,8 @@
  *       while rank 0's main thread is inside crpm_checkpoint (rank 1 comes
  *       late, so it waits in the agreement), a second thread's
  *       crpm_checkpoint, crpm_recover and crpm_protect fail with
- *       CRPM_ERR_STATE and the first checkpoint commits intact; a team whose
+ *       CRPM_ERR_STATE, so does a team of two threads' crpm_checkpoint_team,
+ *       and the first checkpoint commits intact; a team whose
  *       threads make different team calls fails on every thread with
  *       CRPM_ERR_STATE; crpm_team_begin(0) is CRPM_ERR_INVAL. */
 #define _GNU_SOURCE
@@ -191,6 +192,17 @@ typedef struct mixed_arg {
     int t, rc;
 } mixed_arg;
 
+/* a team of 2 that checkpoints while the main thread is in crpm_checkpoint */
+static void *team_intruder(void *arg)
+{
+    mixed_arg *a = arg;
+    while (!atomic_load(&inside))
+        usleep(1000);
+    usleep(150 * 1000);
+    a->rc = crpm_checkpoint_team(98, CRPM_L1);
+    return NULL;
+}
+
 static void *mixed_member(void *arg)
 {
     mixed_arg *a = arg;
@@ -203,9 +215,14 @@ static void test_misuse(void)
     arr[0] = malloc(ELEMS * sizeof(double));
     fill(0, 1);
     REQUIRE(crpm_protect(10, arr[0], ELEMS, CRPM_DOUBLE) == 0, "protect");
-    pthread_t tid;
-    if (rank == 0)
+    pthread_t tid, ttid[2];
+    mixed_arg ta[2] = {{0, 0}, {1, 0}};
+    REQUIRE(crpm_team_begin(2) == 0, "crpm_team_begin(2)");
+    if (rank == 0) {
         REQUIRE(pthread_create(&tid, NULL, intruder, NULL) == 0, "pthread_create");
+        for (int t = 0; t < 2; t++)
+            REQUIRE(pthread_create(&ttid[t], NULL, team_intruder, &ta[t]) == 0, "pthread_create");
+    }
     atomic_store(&inside, 1);
     if (rank == 1)
         usleep(600 * 1000);
@@ -217,7 +234,13 @@ static void test_misuse(void)
         for (int i = 0; i < 4; i++)
             CHECK(rc2[i] == CRPM_ERR_STATE, "a second thread's %s during a checkpoint: %d (%s), not CRPM_ERR_STATE",
                   what[i], rc2[i], crpm_strerror(rc2[i]));
+        for (int t = 0; t < 2; t++) {
+            pthread_join(ttid[t], NULL);
+            CHECK(ta[t].rc == CRPM_ERR_STATE, "member %d of a team checkpointing during a checkpoint: %d (%s), not "
+                  "CRPM_ERR_STATE", t, ta[t].rc, crpm_strerror(ta[t].rc));
+        }
     }
+    CHECK(crpm_team_end() == 0, "crpm_team_end");
     fill(0, 2);
     rc = crpm_recover();
     CHECK(rc == 0, "recover: %s", crpm_strerror(rc));
