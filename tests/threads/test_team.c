@@ -303,6 +303,8 @@ int main(int argc, char **argv)
     int fails = check_failures(), all = 0;
     MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
+        rmdir(dir); /* finalize removed the job's files: the empty ckpt_dir goes too */
+    if (rank == 0)
         printf("test_team %s: %s (%d checks on rank 0)\n", mode, all ? "FAILED" : "passed", check_count());
     MPI_Finalize();
     return all ? 1 : 0;
