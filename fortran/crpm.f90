@@ -126,7 +126,7 @@ module crpm
        crpm_checkpoint, crpm_snapshot, crpm_should_exit, crpm_finalize, crpm_strerror, &
        crpm_last_error, crpm_get_stats, crpm_define_global, crpm_add_subset, crpm_protect_replicated, &
        crpm_global_dims, crpm_malloc, crpm_calloc, crpm_realloc, crpm_free, crpm_set_root, &
-       crpm_get_root, crpm_heap_used
+       crpm_get_root, crpm_heap_used, crpm_checkpoint_team, crpm_recover_team, crpm_team_begin, crpm_team_end
 
   !> p = crpm_malloc(bytes): bytes of any integer kind; c_null_ptr on failure
   !> (crpm_last_error says why).
@@ -231,6 +231,28 @@ module crpm
        integer(c_int), value :: id, level
        integer(c_int) :: rc
      end function c_checkpoint
+
+     function c_checkpoint_team(id, level) bind(C, name='crpm_checkpoint_team') result(rc)
+       import :: c_int
+       integer(c_int), value :: id, level
+       integer(c_int) :: rc
+     end function c_checkpoint_team
+
+     function c_recover_team() bind(C, name='crpm_recover_team') result(rc)
+       import :: c_int
+       integer(c_int) :: rc
+     end function c_recover_team
+
+     function c_team_begin(n) bind(C, name='crpm_team_begin') result(rc)
+       import :: c_int
+       integer(c_int), value :: n
+       integer(c_int) :: rc
+     end function c_team_begin
+
+     function c_team_end() bind(C, name='crpm_team_end') result(rc)
+       import :: c_int
+       integer(c_int) :: rc
+     end function c_team_end
 
      function c_snapshot() bind(C, name='crpm_snapshot') result(rc)
        import :: c_int
@@ -342,6 +364,32 @@ contains
     integer, intent(out) :: ierr
     ierr = track(c_checkpoint(int(id, c_int), int(level, c_int)))
   end subroutine crpm_checkpoint
+
+  !> Team calls (docs/threads.md): every thread of the OpenMP parallel
+  !> region (or of the team named by crpm_team_begin) calls them; they
+  !> leave the binding's own message alone (several threads return at once),
+  !> crpm_last_error gives the library's.
+  subroutine crpm_checkpoint_team(id, level, ierr)
+    integer, intent(in) :: id, level
+    integer, intent(out) :: ierr
+    ierr = int(c_checkpoint_team(int(id, c_int), int(level, c_int)))
+  end subroutine crpm_checkpoint_team
+
+  subroutine crpm_recover_team(ierr)
+    integer, intent(out) :: ierr
+    ierr = int(c_recover_team())
+  end subroutine crpm_recover_team
+
+  subroutine crpm_team_begin(nthreads, ierr)
+    integer, intent(in) :: nthreads
+    integer, intent(out) :: ierr
+    ierr = track(c_team_begin(int(nthreads, c_int)))
+  end subroutine crpm_team_begin
+
+  subroutine crpm_team_end(ierr)
+    integer, intent(out) :: ierr
+    ierr = track(c_team_end())
+  end subroutine crpm_team_end
 
   !> ierr >= 0 is one of CRPM_SNAP_NONE / _RECOVERED / _CHECKPOINTED / _EXIT.
   subroutine crpm_snapshot(ierr)

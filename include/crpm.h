@@ -280,6 +280,54 @@ CRPM_API void *crpm_get_root(int idx);
 /* Usable bytes of the live blocks (0 without a heap). */
 CRPM_API size_t crpm_heap_used(void);
 
+/* ---- threads (docs/threads.md) ----------------------------------------------
+ * Thread safety.  The library keeps one state per process (rank).
+ * - Collective calls (crpm_init*, crpm_recover, crpm_recover_var,
+ *   crpm_checkpoint, crpm_snapshot, crpm_should_exit, crpm_finalize) are
+ *   made by one thread of the rank at a time, while the others compute or
+ *   wait (OpenMP `master` or `single` followed by a barrier).  A second
+ *   thread calling any function of the library meanwhile gets
+ *   CRPM_ERR_STATE (its call does nothing; the first one is unharmed).
+ * - Local calls (crpm_protect, crpm_set_name, crpm_status, crpm_stored_size,
+ *   crpm_get_stats, crpm_define_global, crpm_add_subset,
+ *   crpm_protect_replicated, crpm_global_dims) may be made from several
+ *   threads at once (they take turns): e.g. each thread protects its own
+ *   ids.  They fail with CRPM_ERR_STATE while another thread is in a
+ *   collective call.  Arrays must not be written while a checkpoint reads
+ *   them (or read while crpm_recover writes them): a checkpoint saves what
+ *   the arrays hold during the call.
+ * - crpm_strerror and crpm_last_error are per thread; the heap's calls are
+ *   described above.
+ * - MPI thread level: the thread that makes collective calls calls MPI, so
+ *   it needs MPI_THREAD_FUNNELED when it is the thread that initialised MPI
+ *   (OpenMP `master`), MPI_THREAD_SERIALIZED otherwise (`single`, or a team
+ *   call led by another thread, below).  The library's own workers
+ *   ([advanced] threads) never call MPI.
+ *
+ * Team calls: restart points that every thread of a team reaches.  Each
+ * thread of the team calls crpm_checkpoint_team (or crpm_recover_team) at
+ * the same point; one of them (the leader: the first to arrive with
+ * MPI_THREAD_SERIALIZED or MULTIPLE, else the thread that called
+ * crpm_init, which must then be in the team) takes the checkpoint, the
+ * others serve as its workers (compare, copy, checksums; for recovery the
+ * first touch of the arrays, so pages land near the threads), joining as
+ * they arrive, and all return together with the same result.  The team is
+ * the enclosing OpenMP parallel region (found at run time: the library
+ * does not link an OpenMP runtime), or, for pthreads or anything else, the
+ * n threads named by crpm_team_begin(n), called before the team's calls
+ * by any one thread.  Outside a parallel region and without
+ * crpm_team_begin a team call is the plain call.  Members that disagree
+ * (one calls crpm_recover_team while the others checkpoint) all get
+ * CRPM_ERR_STATE.  A member that never arrives makes the others wait.
+ * One team calls at a time per process (not two nested regions at once). */
+CRPM_API int crpm_checkpoint_team(int id, int level);
+CRPM_API int crpm_recover_team(void);
+/* The team of the following team calls has nthreads threads (1 .. 1024);
+ * crpm_team_end returns to OpenMP's team (or none).  Errors: CRPM_ERR_INVAL,
+ * CRPM_ERR_STATE (a team call is in progress). */
+CRPM_API int crpm_team_begin(int nthreads);
+CRPM_API int crpm_team_end(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -96,6 +96,7 @@ static void free_ctx(void)
     crpm_stop_end(ctx);
     crpm_global_free(ctx); /* global layout, reshaped restart (api_global.c) */
     crpm_coord_close(ctx);
+    crpm_threads_free(ctx); /* after every container that used the workers */
     crpm_jobdir_unlock(ctx, 0);
     crpm_topology_free(&ctx->topo);
     if (ctx->comm != MPI_COMM_NULL) {
@@ -189,6 +190,7 @@ static int heap_protect(void);
 static int init_common(const char *config_file, const char *text, MPI_Comm comm)
 {
     const char *fn = text ? "crpm_init_text" : "crpm_init";
+    CRPM_GUARD(fn, 1);
     if (ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_init: already initialised"), fn);
     int inited = 0, fin = 0;
@@ -216,6 +218,8 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
     MPI_Comm_size(ctx->comm, &ctx->nranks);
 
     int rc = load_config(config_file, text);
+    if (rc == 0) /* same on every rank: the configuration is */
+        rc = crpm_threads_setup(ctx);
     if (rc == 0)
         rc = crpm_testhook_parse(ctx);
     if (rc == 0)
@@ -238,6 +242,7 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
         .keep_l4 = ctx->cfg.keep_l4,
         .verbosity = ctx->cfg.verbosity,
         .layout = &ctx->layout,
+        .pool = ctx->pool,
     };
     if (rc == 0)
         rc = crpm_stop_start(ctx);
@@ -314,6 +319,7 @@ static const char *name_of(int32_t id)
 }
 int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type)
 {
+    CRPM_GUARD("crpm_protect", 0);
     if (ctx && crpm_id_reserved(id))
         return report(crpm_error(CRPM_ERR_INVAL, "crpm_protect(%d): ids %d to %d are reserved for the library", id,
                                  CRPM_RESERVED_ID_MIN, CRPM_RESERVED_ID_MAX), "crpm_protect");
@@ -384,6 +390,7 @@ static int heap_protect(void)
 int crpm_set_name(int id, const char *name)
 {
     const char *fn = "crpm_set_name";
+    CRPM_GUARD(fn, 0);
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "%s(%d): call crpm_init first", fn, id), fn);
     if (!name || !*name || strlen(name) >= CRPM_NAME_MAX)
@@ -413,6 +420,7 @@ int crpm_set_name(int id, const char *name)
 
 int crpm_status(void)
 {
+    CRPM_GUARD("crpm_status", 0);
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_status: call crpm_init first"), "crpm_status");
     return ctx->status;
@@ -441,6 +449,7 @@ static int heap_before_recover(void)
 int crpm_recover(void)
 {
     const char *fn = "crpm_recover";
+    CRPM_GUARD(fn, 1);
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_recover: call crpm_init first"), fn);
     double t0 = crpm_now();
@@ -504,6 +513,7 @@ static int saved_array(int id, const char *fn, int to_read, crpm_array *shape, i
 int crpm_recover_var(int id)
 {
     const char *fn = "crpm_recover_var";
+    CRPM_GUARD(fn, 1);
     crpm_array saved;
     int handle, rc = saved_array(id, fn, 1, &saved, &handle);
     if (rc != 0)
@@ -531,6 +541,7 @@ int crpm_recover_var(int id)
 int crpm_stored_size(int id, int64_t *bytes)
 {
     const char *fn = "crpm_stored_size";
+    CRPM_GUARD(fn, 0);
     if (!bytes)
         return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): bytes is NULL", fn, id), fn);
     *bytes = 0;
@@ -591,6 +602,7 @@ static void log_checkpoint(int id, int level, const crpm_stats_t *st)
 int crpm_checkpoint(int id, int level)
 {
     const char *fn = "crpm_checkpoint";
+    CRPM_GUARD(fn, 1);
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: call crpm_init first"), fn);
     double t0 = crpm_now(), t_commit = 0;
@@ -624,6 +636,7 @@ int crpm_checkpoint(int id, int level)
 int crpm_snapshot(void)
 {
     const char *fn = "crpm_snapshot";
+    CRPM_GUARD(fn, 1);
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_snapshot: call crpm_init first"), fn);
     if (ctx->status != CRPM_STATUS_FRESH && !ctx->recovered && ctx->source && ctx->total.checkpoints == 0) {
@@ -654,6 +667,7 @@ int crpm_snapshot(void)
 int crpm_should_exit(void)
 {
     const char *fn = "crpm_should_exit";
+    CRPM_GUARD(fn, 1);
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_should_exit: call crpm_init first"), fn);
     int stop, rc = crpm_stop_poll(ctx, 1, &stop, NULL);
@@ -664,6 +678,7 @@ int crpm_should_exit(void)
 int crpm_finalize(void)
 {
     const char *fn = "crpm_finalize";
+    CRPM_GUARD(fn, 1);
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_finalize: call crpm_init first"), fn);
     int rc = agree(CRPM_SUCCESS, fn);
@@ -681,6 +696,7 @@ int crpm_finalize(void)
 
 int crpm_get_stats(crpm_stats_t *last, crpm_stats_t *total)
 {
+    CRPM_GUARD("crpm_get_stats", 0);
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_get_stats: call crpm_init first"), "crpm_get_stats");
     if (last)

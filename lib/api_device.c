@@ -9,6 +9,7 @@
 int crpm_protect_device(int id, void *ptr, int64_t count, crpm_type_t type, int mode)
 {
     const char *fn = "crpm_protect_device";
+    CRPM_GUARD(fn, 0);
     if (crpm_api_ctx() && crpm_id_reserved(id))
         return crpm_api_report(crpm_error(CRPM_ERR_INVAL, "%s(%d): ids %d to %d are reserved for the library", fn,
                                           id, CRPM_RESERVED_ID_MIN, CRPM_RESERVED_ID_MAX), fn);

@@ -34,6 +34,7 @@ static crpm_reshape *state(const char *fn, int id, int *rc)
 int crpm_define_global(int gid, int ndims, const int64_t dims[], crpm_type_t type, const char *name)
 {
     const char *fn = "crpm_define_global";
+    CRPM_GUARD(fn, 0);
     int rc;
     crpm_reshape *r = state(fn, gid, &rc);
     if (r)
@@ -48,6 +49,7 @@ int crpm_define_global(int gid, int ndims, const int64_t dims[], crpm_type_t typ
 int crpm_add_subset(int gid, int id, const int64_t offset[], const int64_t count[])
 {
     const char *fn = "crpm_add_subset";
+    CRPM_GUARD(fn, 0);
     int rc;
     crpm_reshape *r = state(fn, id, &rc);
     if (r && crpm_id_reserved(id))
@@ -63,6 +65,7 @@ int crpm_add_subset(int gid, int id, const int64_t offset[], const int64_t count
 int crpm_protect_replicated(int id, void *ptr, int64_t count, crpm_type_t type)
 {
     const char *fn = "crpm_protect_replicated";
+    CRPM_GUARD(fn, 0);
     int rc;
     crpm_reshape *r = state(fn, id, &rc);
     if (rc != 0)
@@ -76,6 +79,7 @@ int crpm_protect_replicated(int id, void *ptr, int64_t count, crpm_type_t type)
 int crpm_global_dims(int gid, int64_t dims[])
 {
     const char *fn = "crpm_global_dims";
+    CRPM_GUARD(fn, 0);
     int rc;
     crpm_reshape *r = state(fn, gid, &rc);
     if (rc == 0 && !dims)

@@ -26,4 +26,21 @@ void crpm_global_committed(crpm_ctx *ctx, int level); /* every rank committed at
 int crpm_global_finalize(crpm_ctx *ctx);            /* finalize removing the checkpoints */
 void crpm_global_free(crpm_ctx *ctx);
 
+/* api_team.c: the engine's workers, made at init (collective) and freed
+ * after the levels closed. */
+int crpm_threads_setup(crpm_ctx *ctx);
+void crpm_threads_free(crpm_ctx *ctx);
+/* The guard of the entry points (api_team.c): an exclusive call fails with
+ * CRPM_ERR_STATE while another thread is in an exclusive one; a short call
+ * waits for another thread's short call and fails during an exclusive one.
+ * Nested calls of one thread pass.  CRPM_GUARD opens it at the top of an
+ * entry point and closes it at every return. */
+int crpm_api_enter(const char *fn, int exclusive);
+void crpm_api_leave(void);
+void crpm_api_leave_cb(int *entered);
+#define CRPM_GUARD(fn, exclusive)                                                                  \
+    __attribute__((cleanup(crpm_api_leave_cb))) int crpm_guard_ = crpm_api_enter(fn, exclusive);  \
+    if (crpm_guard_ != 0)                                                                          \
+    return crpm_api_report(crpm_guard_, fn)
+
 #endif

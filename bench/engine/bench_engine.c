@@ -486,23 +486,32 @@ static int bench_checksums(const char *dir, const char *out, size_t *sizes_mb, i
     return 0;
 }
 
+int bench_threads(const char *dir, const char *out, const size_t *sizes_mb, int nsizes, int reps,
+                  const int *threads, int nthreads); /* bench_threads.c */
+
 int main(int argc, char **argv)
 {
     const char *dir = "/dev/shm", *out = "bench/results";
     int reps = 3;
     size_t sizes_mb[8] = {64, 256, 1024};
-    int nsizes = 3, checksums = 0;
+    int nsizes = 3, checksums = 0, threads[16], nthreads = 0, sizes_given = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--checksums")) checksums = 1;
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            for (char *t = strtok(argv[++i], ","); t && nthreads < 16; t = strtok(NULL, ","))
+                threads[nthreads++] = atoi(t) > 0 ? atoi(t) : 1;
+        }
         else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
             nsizes = 0;
+            sizes_given = 1;
             for (char *t = strtok(argv[++i], ","); t && nsizes < 8; t = strtok(NULL, ","))
                 sizes_mb[nsizes++] = strtoull(t, NULL, 10);
         } else {
-            fprintf(stderr, "usage: %s [--checksums] [--sizes MB,MB,...] [--reps N] [--dir DIR] [--out DIR]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--checksums | --threads N,N,...] [--sizes MB,MB,...] [--reps N] [--dir DIR] "
+                    "[--out DIR]\n", argv[0]);
             return 2;
         }
     }
@@ -510,6 +519,13 @@ int main(int argc, char **argv)
     if (checksums && reps < 3) reps = 3;
     if (checksums)
         return bench_checksums(dir, out, sizes_mb, nsizes, reps);
+    if (nthreads) { /* the parallel engine: 256 MiB unless --sizes says otherwise */
+        if (!sizes_given) {
+            sizes_mb[0] = 256;
+            nsizes = 1;
+        }
+        return bench_threads(dir, out, sizes_mb, nsizes, reps, threads, nthreads);
+    }
     char csv_path[600], json_path[600];
     snprintf(csv_path, sizeof csv_path, "%s/engine.csv", out);
     snprintf(json_path, sizeof json_path, "%s/engine.json", out);

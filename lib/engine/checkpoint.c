@@ -11,7 +11,9 @@
  * With a page-write tracker (change_tracking = pagemap) only blocks on pages
  * the kernel saw written, and blocks where the two copies may differ (the
  * `stale` bitmap), are read: see crpm_seg_tracked (segment.c).  How a region
- * learns what changed is its change-tracking ops (engine_int.h). */
+ * learns what changed is its change-tracking ops (engine_int.h).  The data
+ * pass runs on the engine's workers (par.c); everything before and after it
+ * (commit word, slot, fences) on the calling thread. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,23 +26,6 @@ static double mono(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int checkpoint_region(crpm_container *c, crpm_region *r, crpm_seg *segs, crpm_ck_stats *st)
-{
-    uint64_t seg = c->sb.segment_size, bytes = crpm_region_pbytes(r);
-    const crpm_track_ops *ops = r->eng->ops;
-    for (uint64_t k = 0, off = 0; off < bytes; k++, off += seg) {
-        uint64_t len = bytes - off < seg ? bytes - off : seg;
-        /* a segment whose length changed is rewritten: the committed copy's
-         * last CRC describes its old length */
-        uint64_t saved_len = r->saved && k < r->nsegs ? r->count * r->elem_size - off : 0;
-        int resized = (saved_len < seg ? saved_len : seg) != len;
-        int rc = ops->segment(c, r, &segs[k], off, len, resized, st);
-        if (rc)
-            return rc;
-    }
-    return CRPM_SUCCESS;
 }
 
 /* Segment tables of the epoch being written: each protected region with
@@ -122,11 +107,7 @@ static int write_data(crpm_container *c, crpm_seg_plan *lay, const crpm_packing 
     if (e->any_declared)
         crpm_track_declared.prepare(c);
     crpm_track_kind.prepare(c);
-    int rc = CRPM_SUCCESS;
-    for (int i = 0; i < c->nregions && rc == 0; i++)
-        if (lay->segs[i])
-            rc = checkpoint_region(c, &c->regions[i], lay->segs[i], st);
-    return rc ? rc : crpm_pack_write(c, lay, pk, st);
+    return crpm_par_write(c, lay, pk, st); /* over the engine's workers (par.c) */
 }
 
 int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t *out)
@@ -155,7 +136,7 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
     /* one pool growth for all new segments instead of one per segment */
     if (rc == 0 && fresh)
         rc = crpm_phys_reserve(c, fresh);
-    crpm_ck_stats st = {0, 0, 0};
+    crpm_ck_stats st = {0, 0, 0, NULL, NULL, 0, 0};
     if (rc == 0)
         rc = write_data(c, &lay, &pk, &st);
     crpm_packing_free(&pk);

@@ -22,46 +22,77 @@ void crpm_engine_sync(crpm_container *c)
     }
 }
 
-char *crpm_engine_buf(crpm_engine *e, uint64_t len)
+int crpm_engine_scratch(crpm_engine *e, int n)
 {
-    if (len > e->buf_cap) {
-        char *b = realloc(e->buf, len);
+    if (n <= e->nws)
+        return CRPM_SUCCESS;
+    crpm_wscratch *w = realloc(e->ws, (size_t)n * sizeof *w);
+    if (!w)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory for the scratch of %d workers", n);
+    memset(w + e->nws, 0, (size_t)(n - e->nws) * sizeof *w);
+    e->ws = w;
+    e->nws = n;
+    return CRPM_SUCCESS;
+}
+
+static void free_scratch(crpm_engine *e)
+{
+    for (int i = 0; i < e->nws; i++) {
+        free(e->ws[i].buf);
+        free(e->ws[i].chg);
+        crpm_wlog_free(&e->ws[i].log);
+    }
+    free(e->ws);
+    e->ws = NULL;
+    e->nws = 0;
+}
+
+char *crpm_scratch_buf(crpm_wscratch *w, uint64_t len)
+{
+    if (len > w->buf_cap) {
+        char *b = realloc(w->buf, len);
         if (!b) {
             crpm_error(CRPM_ERR_NOMEM, "out of memory for a %llu-byte segment buffer", (unsigned long long)len);
             return NULL;
         }
-        e->buf = b;
-        e->buf_cap = len;
+        w->buf = b;
+        w->buf_cap = len;
     }
-    return e->buf;
+    return w->buf;
 }
 
-uint64_t *crpm_engine_chg(crpm_engine *e, uint64_t nbits)
+uint64_t *crpm_scratch_chg(crpm_wscratch *w, uint64_t nbits)
 {
     uint64_t words = (nbits + 63) / 64;
-    if (words > e->chg_words) {
-        uint64_t *w = realloc(e->chg, words * 8);
-        if (!w) {
+    if (words > w->chg_words) {
+        uint64_t *m = realloc(w->chg, words * 8);
+        if (!m) {
             crpm_error(CRPM_ERR_NOMEM, "out of memory");
             return NULL;
         }
-        e->chg = w;
-        e->chg_words = words;
+        w->chg = m;
+        w->chg_words = words;
     }
-    memset(e->chg, 0, words * 8);
-    return e->chg;
+    memset(w->chg, 0, words * 8);
+    return w->chg;
 }
 
-const char *crpm_region_read(crpm_container *c, const crpm_region *r, uint64_t off, uint64_t len, int *rc)
+const char *crpm_region_read(const crpm_region *r, uint64_t off, uint64_t len, crpm_ck_stats *st, int *rc)
 {
-    crpm_engine *e = crpm_engine_of(c);
-    char *b = e ? crpm_engine_buf(e, len) : NULL;
+    char *b = crpm_scratch_buf(st->ws, len);
     if (!b) {
-        *rc = e ? CRPM_ERR_NOMEM : crpm_error(CRPM_ERR_NOMEM, "out of memory");
+        *rc = CRPM_ERR_NOMEM;
         return NULL;
     }
     *rc = crpm_array_read(&r->prot, off, b, len);
     return *rc ? NULL : b;
+}
+
+void crpm_container_set_pool(crpm_container *c, struct crpm_pool *pool)
+{
+    crpm_engine *e = c ? crpm_engine_of(c) : NULL;
+    if (e)
+        e->pool = pool;
 }
 
 int crpm_container_open(const crpm_open_opts *o, crpm_container **out, int *created)
@@ -93,10 +124,8 @@ int crpm_container_close(crpm_container *c)
         crpm_track_drop(&c->regions[i]);
     if (c->eng && c->eng->trk)
         crpm_tracker_close(c->eng->trk);
-    if (c->eng) {
-        free(c->eng->buf);
-        free(c->eng->chg);
-    }
+    if (c->eng)
+        free_scratch(c->eng);
     free(c->eng);
     c->eng = NULL;
     crpm_format_close(c);

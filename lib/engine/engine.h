@@ -47,6 +47,14 @@ const char *crpm_container_tracking(const crpm_container *c);
  * memory whose device copy could not be made), or when id is not protected. */
 const char *crpm_container_untracked_reason(const crpm_container *c, int32_t id);
 
+/* The data passes of checkpoint and recovery (compare, copy, CRCs, first
+ * touch of the arrays) run on the workers of `pool` (util/pool.h; NULL: on
+ * the calling thread alone).  The pool is the caller's and must outlive
+ * its use here.  The container's bytes do not depend on the number of
+ * workers. */
+struct crpm_pool;
+void crpm_container_set_pool(crpm_container *c, struct crpm_pool *pool);
+
 /* engine internals: the region of id, NULL when it was never protected */
 crpm_region *crpm_region_find(crpm_container *c, int32_t id);
 

@@ -10,6 +10,8 @@
  *   track_kind.c     change tracking by the array's memory kind (memkind.h:
  *                    kinds that stage their changed blocks, e.g. GPU memory)
  *   pack.c           small arrays sharing segments (packs, format.h)
+ *   par.c            the data passes of checkpoint and recovery split into
+ *                    tasks for the worker pool (util/pool.h)
  *
  * Change tracking is how a checkpoint learns which blocks of a region may
  * have changed since the last commit.  Each protected region uses one ops
@@ -24,9 +26,39 @@
 #include "engine.h"
 #include "track.h"
 
+typedef struct crpm_wscratch crpm_wscratch;
+
+/* One worker's part of a checkpoint's data pass (par.c): its counters, the
+ * media it stores through (the container's, or its own view of it,
+ * persist.h), its scratch, and whether a copy a segment lacks is allocated
+ * after the pass instead of at once (defer: the segment steps then return
+ * CRPM_DEFERRED, see crpm_seg_fill), or was allocated before (fresh). */
 typedef struct crpm_ck_stats {
     uint64_t compared, written, blocks;
+    crpm_media *m;
+    crpm_wscratch *ws;
+    int defer;
+    int fresh;               /* the segment's other copy was allocated for it before the pass (memory
+                                not in host memory: read once, so not deferred) and holds nothing yet */
 } crpm_ck_stats;
+
+/* A segment step's answer: its other copy must be allocated first (not an
+ * error; the segment is filled in the pass after the allocation). */
+#define CRPM_DEFERRED 1
+
+/* A worker's scratch: a segment of host bytes (arrays not in host memory
+ * are read or staged into it, packs gathered), a segment's bitmap of staged
+ * blocks, its view of the media and its write log. */
+struct crpm_wscratch {
+    char *buf;
+    uint64_t buf_cap;
+    uint64_t *chg;
+    uint64_t chg_words;
+    crpm_media view;
+    crpm_wlog log;
+    int viewing;
+    crpm_ck_stats st;
+};
 
 typedef struct crpm_track_ops {
     const char *name;
@@ -82,32 +114,32 @@ struct crpm_engine {
     char track_msg[256];     /* why tracking was not available */
     int any_declared;        /* some region reports its writes (sticky) */
     uint64_t generation;     /* the container's generation the regions' states describe */
-    char *buf;               /* a segment of host bytes: arrays not in host memory are read (or
-                                staged) into it; one per engine (one thread) */
-    uint64_t buf_cap;
-    uint64_t *chg;           /* a segment's bitmap of staged blocks */
-    uint64_t chg_words;
+    struct crpm_pool *pool;  /* workers of the data passes (NULL: the caller alone) */
+    crpm_wscratch *ws;       /* per worker */
+    int nws;
 };
 
 /* engine.c: the engine's state, made on first use (NULL: out of memory). */
 crpm_engine *crpm_engine_of(crpm_container *c);
 /* Brings the regions' tracking state up to the container's generation. */
 void crpm_engine_sync(crpm_container *c);
-/* Its segment buffer (at least len bytes) and a zeroed bitmap of nbits;
- * NULL after crpm_error when out of memory. */
-char *crpm_engine_buf(crpm_engine *e, uint64_t len);
-uint64_t *crpm_engine_chg(crpm_engine *e, uint64_t nbits);
+/* The scratch of n workers (CRPM_ERR_NOMEM). */
+int crpm_engine_scratch(crpm_engine *e, int n);
+/* A worker's segment buffer (at least len bytes) and a zeroed bitmap of
+ * nbits; NULL after crpm_error when out of memory. */
+char *crpm_scratch_buf(crpm_wscratch *w, uint64_t len);
+uint64_t *crpm_scratch_chg(crpm_wscratch *w, uint64_t nbits);
 
 static inline uint64_t crpm_region_pbytes(const crpm_region *r) { return r->prot.count * r->prot.elem_size; }
 /* Bytes [off, off + len) of r as protected now, readable by the CPU: in place
- * for host memory, otherwise copied out into the engine's buffer (valid
- * until the next call).  NULL with *rc set on an error. */
-const char *crpm_region_read(crpm_container *c, const crpm_region *r, uint64_t off, uint64_t len, int *rc);
-static inline const char *crpm_region_src(crpm_container *c, const crpm_region *r, uint64_t off, uint64_t len,
+ * for host memory, otherwise copied out into the worker's buffer (valid
+ * until its next call).  NULL with *rc set on an error. */
+const char *crpm_region_read(const crpm_region *r, uint64_t off, uint64_t len, crpm_ck_stats *st, int *rc);
+static inline const char *crpm_region_src(const crpm_region *r, uint64_t off, uint64_t len, crpm_ck_stats *st,
                                           int *rc)
 {
     const char *p = (const char *)crpm_array_host(&r->prot);
-    return p ? p + off : crpm_region_read(c, r, off, len, rc);
+    return p ? p + off : crpm_region_read(r, off, len, st, rc);
 }
 
 /* tracking.c */
@@ -140,8 +172,11 @@ typedef struct crpm_packing {
 /* Fills lay's pack, pack_off and packs for the protected regions whose ops
  * are crpm_track_packed; *fresh counts the new packs. */
 int crpm_pack_plan(crpm_container *c, crpm_seg_plan *lay, crpm_packing *pk, uint64_t *fresh);
-/* Gathers each pack and brings its other copy up to date. */
-int crpm_pack_write(crpm_container *c, const crpm_seg_plan *lay, const crpm_packing *pk, crpm_ck_stats *st);
+/* Gathers pack k of the plan into buf (its len bytes). */
+int crpm_pack_gather(crpm_container *c, const crpm_seg_plan *lay, const crpm_packing *pk, uint32_t k, char *buf);
+/* Gathers pack k and brings its other copy up to date. */
+int crpm_pack_write_one(crpm_container *c, const crpm_seg_plan *lay, const crpm_packing *pk, uint32_t k,
+                        crpm_ck_stats *st);
 void crpm_packing_free(crpm_packing *pk);
 
 /* segment.c */
@@ -149,8 +184,12 @@ void crpm_packing_free(crpm_packing *pk);
  * differ (or resized, or new), brings the other copy up to date. */
 int crpm_seg_compare(crpm_container *c, crpm_seg *s, const char *src, uint64_t len, int resized, crpm_ck_stats *st);
 /* Brings the copy that does not hold the committed state up to date,
- * comparing every block (allocates it when missing). */
+ * comparing every block (allocates it when missing, or with st->defer
+ * returns CRPM_DEFERRED). */
 int crpm_seg_write(crpm_container *c, crpm_seg *s, const char *src, uint64_t len, crpm_ck_stats *st);
+/* Writes src whole into the other copy of s, which is allocated but holds
+ * nothing of s (a new segment, or a copy allocated after CRPM_DEFERRED). */
+int crpm_seg_fill(crpm_container *c, crpm_seg *s, const char *src, uint64_t len, crpm_ck_stats *st);
 /* A tracked segment with a committed copy: see segment.c. */
 int crpm_seg_tracked(crpm_container *c, crpm_eregion *e, crpm_seg *s, const char *src, uint64_t len, uint64_t b0,
                      uint64_t b1, crpm_ck_stats *st);
@@ -161,5 +200,16 @@ int crpm_seg_staged(crpm_container *c, crpm_eregion *e, crpm_seg *s, const char 
 /* Physical segments: one for the new epoch, and room for n more. */
 int crpm_phys_alloc(crpm_container *c, uint32_t *out);
 int crpm_phys_reserve(crpm_container *c, uint64_t n);
+
+/* par.c */
+/* The data pass of a checkpoint: every region's segments, then the packs,
+ * split into tasks over the engine's workers; new segments get their
+ * copies first, copies a changed segment lacks are allocated after the
+ * comparisons, in the order of the segments, whatever the number of
+ * workers (the file is the same for any number), then filled. */
+int crpm_par_write(crpm_container *c, crpm_seg_plan *lay, const crpm_packing *pk, crpm_ck_stats *st);
+/* Recovery's copies, split over the workers: the first error in array
+ * order is returned. */
+int crpm_par_recover(crpm_container *c);
 
 #endif

@@ -167,26 +167,29 @@ int crpm_pack_plan(crpm_container *c, crpm_seg_plan *lay, crpm_packing *pk, uint
     return rc;
 }
 
-int crpm_pack_write(crpm_container *c, const crpm_seg_plan *lay, const crpm_packing *pk, crpm_ck_stats *st)
+int crpm_pack_gather(crpm_container *c, const crpm_seg_plan *lay, const crpm_packing *pk, uint32_t k, char *buf)
 {
-    crpm_engine *e = crpm_engine_of(c);
-    char *buf = e ? crpm_engine_buf(e, c->sb.segment_size) : NULL;
-    if (!buf)
-        return e ? CRPM_ERR_NOMEM : crpm_error(CRPM_ERR_NOMEM, "out of memory");
-    for (uint32_t k = 0; k < lay->npacks; k++) {
-        uint64_t len = lay->packs[k].len;
-        memset(buf, 0, len);
-        for (uint32_t j = pk->first[k]; j < pk->first[k + 1]; j++) {
-            const crpm_region *r = &c->regions[pk->members[j]];
-            int rc = crpm_array_read(&r->prot, 0, buf + lay->pack_off[pk->members[j]], crpm_region_pbytes(r));
-            if (rc)
-                return rc;
-        }
-        uint32_t o = pk->origin[k];
-        int resized = o == CRPM_NO_PACK || c->packs[o].len != len; /* its CRC table describes another length */
-        int rc = crpm_seg_compare(c, &lay->packs[k].seg, buf, len, resized, st);
+    memset(buf, 0, lay->packs[k].len);
+    for (uint32_t j = pk->first[k]; j < pk->first[k + 1]; j++) {
+        const crpm_region *r = &c->regions[pk->members[j]];
+        int rc = crpm_array_read(&r->prot, 0, buf + lay->pack_off[pk->members[j]], crpm_region_pbytes(r));
         if (rc)
             return rc;
     }
     return CRPM_SUCCESS;
+}
+
+int crpm_pack_write_one(crpm_container *c, const crpm_seg_plan *lay, const crpm_packing *pk, uint32_t k,
+                        crpm_ck_stats *st)
+{
+    char *buf = crpm_scratch_buf(st->ws, c->sb.segment_size);
+    if (!buf)
+        return CRPM_ERR_NOMEM;
+    int rc = crpm_pack_gather(c, lay, pk, k, buf);
+    if (rc)
+        return rc;
+    uint64_t len = lay->packs[k].len;
+    uint32_t o = pk->origin[k];
+    int resized = o == CRPM_NO_PACK || c->packs[o].len != len; /* its CRC table describes another length */
+    return crpm_seg_compare(c, &lay->packs[k].seg, buf, len, resized, st);
 }

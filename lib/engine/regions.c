@@ -123,11 +123,9 @@ int crpm_container_recover(crpm_container *c)
             return crpm_error(CRPM_ERR_MISMATCH, "array id %d: checkpoint type %d, protected type %d", r->id,
                               r->type_code, r->prot.type_code);
     }
-    for (int i = 0; i < c->nregions; i++) {
-        int rc = crpm_copy_saved_array(c, &c->regions[i], &c->regions[i].prot);
-        if (rc)
-            return rc;
-    }
+    int rc = crpm_par_recover(c); /* over the engine's workers (par.c) */
+    if (rc)
+        return rc;
     crpm_track_recovered(c);
     return CRPM_SUCCESS;
 }

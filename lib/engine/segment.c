@@ -64,6 +64,7 @@ static inline int block_differs(const char *a, const char *b, size_t len)
  * this copy at this length (crc_len), every chunk's CRC is taken instead. */
 typedef struct seg_write {
     crpm_container *c;
+    crpm_media *m;           /* stores go here (the worker's view) */
     uint32_t phys;
     char *dst;
     const char *src;
@@ -72,9 +73,9 @@ typedef struct seg_write {
     int whole_table;
 } seg_write;
 
-static seg_write seg_write_start(crpm_container *c, uint32_t phys, const char *src, uint64_t len)
+static seg_write seg_write_start(crpm_container *c, crpm_media *m, uint32_t phys, const char *src, uint64_t len)
 {
-    seg_write x = {c, phys, crpm_seg_addr(c, phys), src, len, UINT64_MAX, 0, c->crc_len[phys] != len};
+    seg_write x = {c, m, phys, crpm_seg_addr(c, phys), src, len, UINT64_MAX, 0, c->crc_len[phys] != len};
     return x;
 }
 
@@ -102,14 +103,14 @@ static void seg_write_end(seg_write *x)
         crpm_crc_compute(c, x->phys, x->src, x->len, 0, x->next_chunk);
     }
     if (x->first_chunk < x->next_chunk)
-        crpm_crc_flush(c, x->phys, x->first_chunk, x->next_chunk);
+        crpm_crc_flush(c, x->m, x->phys, x->first_chunk, x->next_chunk);
     c->crc_len[x->phys] = (uint32_t)x->len;
 }
 
 /* Copies bytes [o, o + len) of the segment (block aligned). */
 static inline void copy_run(seg_write *x, uint64_t o, uint64_t len, uint64_t blk, crpm_ck_stats *st)
 {
-    crpm_persist_copy(&x->c->media, x->dst + o, x->src + o, len);
+    crpm_persist_copy(x->m, x->dst + o, x->src + o, len);
     st->written += len;
     st->blocks += (len + blk - 1) / blk;
 }
@@ -130,30 +131,45 @@ static void write_run(seg_write *x, uint64_t o, uint64_t len, uint64_t blk, crpm
 
 /* Brings the copy that does not hold the committed state up to date,
  * comparing every block. */
+int crpm_seg_fill(crpm_container *c, crpm_seg *s, const char *src, uint64_t len, crpm_ck_stats *st)
+{
+    uint64_t blk = c->sb.block_size;
+    int other = s->state == 1 ? 1 : 0;
+    uint32_t p = s->phys[other];
+    int rc;
+    if ((rc = crpm_reserve_seg(c, p, len)) != 0 || (rc = crpm_persist_fill(st->m, crpm_seg_addr(c, p), src, len)) != 0)
+        return rc;
+    st->written += len;
+    st->blocks += (len + blk - 1) / blk;
+    c->crc_len[p] = 0;
+    seg_write x = seg_write_start(c, st->m, p, src, len);
+    seg_write_end(&x);
+    s->state = (uint32_t)other + 1;
+    return CRPM_SUCCESS;
+}
+
 int crpm_seg_write(crpm_container *c, crpm_seg *s, const char *src, uint64_t len, crpm_ck_stats *st)
 {
     uint64_t blk = c->sb.block_size;
     int other = s->state == 1 ? 1 : 0;   /* state 0 (new) -> copy 0 */
-    if (s->phys[other] == CRPM_NO_PHYS) {
-        uint32_t p;
-        int rc = crpm_phys_alloc(c, &p); /* may remap: addresses only after this */
-        if (rc)
-            return rc;
-        s->phys[other] = p;
-        if ((rc = crpm_reserve_seg(c, p, len)) != 0 || (rc = crpm_persist_fill(&c->media, crpm_seg_addr(c, p), src, len)) != 0)
-            return rc;
-        st->written += len;
-        st->blocks += (len + blk - 1) / blk;
-        c->crc_len[p] = 0;
-        seg_write x = seg_write_start(c, p, src, len);
-        seg_write_end(&x);
-        s->state = (uint32_t)other + 1;
-        return CRPM_SUCCESS;
+    /* no copy to compare with: the other copy is missing, or new (state 0,
+     * or st->fresh: allocated for this segment before the data pass) */
+    if (s->phys[other] == CRPM_NO_PHYS || !s->state || st->fresh) {
+        if (s->phys[other] == CRPM_NO_PHYS) {
+            if (st->defer)
+                return CRPM_DEFERRED; /* allocated after the pass, in segment order (par.c) */
+            uint32_t p;
+            int rc = crpm_phys_alloc(c, &p); /* may remap: addresses only after this */
+            if (rc)
+                return rc;
+            s->phys[other] = p;
+        }
+        return crpm_seg_fill(c, s, src, len, st);
     }
     int rc = crpm_reserve_seg(c, s->phys[other], len); /* the region may have grown */
     if (rc)
         return rc;
-    seg_write x = seg_write_start(c, s->phys[other], src, len);
+    seg_write x = seg_write_start(c, st->m, s->phys[other], src, len);
     const char *dst = x.dst;
     /* Each chunk's CRC is taken as soon as the compare has read it, while it
      * is in L1: the chunks that differ, or all of them when the whole table
@@ -236,7 +252,7 @@ int crpm_seg_tracked(crpm_container *c, crpm_eregion *e, crpm_seg *s, const char
     uint64_t blk = c->sb.block_size, *W = e->wbits, *S = e->stale;
     const char *cur = crpm_seg_addr(c, s->phys[s->state - 1]);
     int other = s->state == 1 ? 1 : 0;
-    if (s->phys[other] == CRPM_NO_PHYS) {
+    if (s->phys[other] == CRPM_NO_PHYS || st->fresh) {
         /* one copy: a second one only if a written block really changed */
         int changed = 0;
         for (uint64_t b = crpm_next_set(W, b0, b1); b < b1 && !changed; b = crpm_next_set(W, b + 1, b1))
@@ -284,7 +300,7 @@ int crpm_seg_tracked(crpm_container *c, crpm_eregion *e, crpm_seg *s, const char
     int rc = crpm_reserve_seg(c, s->phys[other], len); /* the region may have grown */
     if (rc)
         return rc;
-    seg_write x = seg_write_start(c, s->phys[other], src, len);
+    seg_write x = seg_write_start(c, st->m, s->phys[other], src, len);
     const char *dst = x.dst;
     uint64_t rs = 0, re = 0; /* pending run of differing bytes [rs, re) */
     it = crpm_walk_start(W, S, CRPM_WALK_OR, b0, b1);
@@ -332,7 +348,7 @@ static void staged_block(seg_write *x, const char *src, uint64_t o, uint64_t n, 
         if (!block_differs(src, x->dst + o, n))
             return;
     }
-    crpm_persist_copy(&x->c->media, x->dst + o, src, n);
+    crpm_persist_copy(x->m, x->dst + o, src, n);
     st->written += n;
     st->blocks += (n + blk - 1) / blk;
     uint64_t ch = x->c->sb.crc_chunk;
@@ -356,10 +372,16 @@ int crpm_seg_staged(crpm_container *c, crpm_eregion *e, crpm_seg *s, const char 
     uint64_t blk = c->sb.block_size, *W = e->wbits, *S = e->stale, chunk = UINT64_MAX;
     if (crpm_next_set(W, b0, b1) == b1)
         return CRPM_SUCCESS; /* nothing changed: keeps its committed copy */
-    int other = s->state == 1 ? 1 : 0, fresh = s->phys[other] == CRPM_NO_PHYS, rc;
+    int other = s->state == 1 ? 1 : 0, fresh = s->phys[other] == CRPM_NO_PHYS || st->fresh, rc;
+    if (fresh && st->defer && s->phys[other] == CRPM_NO_PHYS) {
+        /* filled whole from the array after the allocation (par.c): the
+         * copies then differ at most on W, as below */
+        crpm_merge_bits(S, W, b0, b1, 1);
+        return CRPM_DEFERRED;
+    }
     if (fresh) {
-        uint32_t p;
-        if ((rc = crpm_phys_alloc(c, &p)) != 0) /* may remap: addresses only after this */
+        uint32_t p = s->phys[other];
+        if (p == CRPM_NO_PHYS && (rc = crpm_phys_alloc(c, &p)) != 0) /* may remap: addresses only after this */
             return rc;
         s->phys[other] = p;
         c->crc_len[p] = 0;
@@ -368,7 +390,7 @@ int crpm_seg_staged(crpm_container *c, crpm_eregion *e, crpm_seg *s, const char 
     if ((rc = crpm_reserve_seg(c, s->phys[other], len)) != 0) /* new, or the region grew */
         return rc;
     const char *cur = crpm_seg_addr(c, s->phys[s->state - 1]);
-    seg_write x = seg_write_start(c, s->phys[other], NULL, len);
+    seg_write x = seg_write_start(c, st->m, s->phys[other], NULL, len);
     x.src = x.dst; /* the CRCs describe what the copy holds once written */
     crpm_bitwalk it = crpm_walk_start(W, S, CRPM_WALK_OR, b0, b1);
     for (uint64_t b = crpm_walk_next(&it); b != UINT64_MAX; b = crpm_walk_next(&it)) {

@@ -37,7 +37,9 @@ static void kind_prepare(crpm_container *c)
         crpm_eregion *e = r->eng;
         if (!e || e->ops != &crpm_track_kind)
             continue;
-        e->staged = 0;
+        /* from here on the kind holds what its segments stage until the event
+         * (set here, not by the workers that stage them concurrently) */
+        e->staged = 1;
         e->scanned = crpm_track_bits(e, crpm_region_pbytes(r), blk); /* else: no stale map, stage all */
         if (e->scanned && !e->stale_valid)
             memset(e->stale, 0xff, ((crpm_region_pbytes(r) + blk - 1) / blk + 63) / 64 * 8);
@@ -48,14 +50,12 @@ static int kind_segment(crpm_container *c, crpm_region *r, crpm_seg *s, uint64_t
                         crpm_ck_stats *st)
 {
     crpm_eregion *e = r->eng;
-    crpm_engine *eng = c->eng;
     uint64_t blk = c->sb.block_size, b0 = off / blk, nb = (len + blk - 1) / blk, b1 = b0 + nb;
     int all = !e->synced || !e->scanned || !s->state || resized;
-    char *buf = crpm_engine_buf(eng, c->sb.segment_size);
-    uint64_t *chg = buf ? crpm_engine_chg(eng, nb) : NULL;
+    char *buf = crpm_scratch_buf(st->ws, c->sb.segment_size);
+    uint64_t *chg = buf ? crpm_scratch_chg(st->ws, nb) : NULL;
     if (!chg)
         return CRPM_ERR_NOMEM;
-    e->staged = 1; /* from here on the kind holds what it staged until the event */
     int rc = crpm_array_kind(&r->prot)->stage(e->kstate, &r->prot, off, len, all, chg, buf);
     if (rc)
         return rc;

@@ -23,7 +23,7 @@ static int compare_segment(crpm_container *c, crpm_region *r, crpm_seg *s, uint6
                            crpm_ck_stats *st)
 {
     int rc = CRPM_SUCCESS;
-    const char *src = crpm_region_src(c, r, off, len, &rc);
+    const char *src = crpm_region_src(r, off, len, st, &rc);
     return src ? crpm_seg_compare(c, s, src, len, resized, st) : rc;
 }
 
@@ -64,7 +64,7 @@ int crpm_track_bits_segment(crpm_container *c, crpm_region *r, crpm_seg *s, uint
 {
     crpm_eregion *e = r->eng;
     int rc = CRPM_SUCCESS;
-    const char *src = crpm_region_src(c, r, off, len, &rc);
+    const char *src = crpm_region_src(r, off, len, st, &rc);
     if (!src)
         return rc;
     if (!e->scanned) /* no report this time (hot, or no memory for bitmaps): compared whole */

@@ -240,10 +240,11 @@ uint64_t crpm_crc_chunk_for(uint64_t seg, uint64_t blk);
 /* Stores (in the mapping, not yet flushed) the CRCs of chunks [c0, c1) of
  * physical segment phys, whose first len bytes will hold `data` (the
  * segment's bytes).  crpm_crc_flush then makes a range of entries durable at
- * the next drain: one flush per segment, not one per run.  No-ops without
+ * the next drain of m (the container's media, or a worker's view of it):
+ * one flush per segment, not one per run.  No-ops without
  * checksums. */
 void crpm_crc_compute(crpm_container *c, uint32_t phys, const char *data, uint64_t len, uint64_t c0, uint64_t c1);
-void crpm_crc_flush(crpm_container *c, uint32_t phys, uint64_t c0, uint64_t c1);
+void crpm_crc_flush(crpm_container *c, crpm_media *m, uint32_t phys, uint64_t c0, uint64_t c1);
 /* Checks the CRCs of the chunks of physical segment phys that cover its
  * bytes [off, off+len), whole chunks, of which the table covers the first
  * `covered` bytes (the region's bytes in the segment, or a pack's length).
@@ -280,4 +281,12 @@ int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst);
  * checked (CRPM_ERR_CORRUPT names the array and offset). */
 int crpm_copy_saved_range(crpm_container *c, const crpm_region *r, uint64_t off, uint64_t len, void *dst);
 int crpm_copy_saved_array(crpm_container *c, const crpm_region *r, const crpm_array *to);
+/* The same in parts (recovery split over workers): crpm_copy_saved_begin
+ * first (advice for the whole array), then any parts in any order on any
+ * threads: segments [k0, k1) of r (a packed region has one part, 0..1)
+ * into `to`, host pages first touched by the part that fills them; arrays
+ * not in host memory go through bounce, a segment of host memory. */
+void crpm_copy_saved_begin(crpm_container *c, const crpm_region *r, const crpm_array *to);
+int crpm_copy_saved_part(crpm_container *c, const crpm_region *r, const crpm_array *to, uint64_t k0, uint64_t k1,
+                         char *bounce);
 #endif

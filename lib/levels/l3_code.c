@@ -6,6 +6,7 @@
 #include <string.h>
 #include "error.h"
 #include "l3_code.h"
+#include "pool.h"
 
 /* ISA-L takes int lengths; longer buffers go through in pieces of this many
  * bytes.  A multiple of 64 keeps every piece after the first as aligned as
@@ -130,6 +131,48 @@ void crpm_l3_update(const crpm_l3_code *c, int h, int i, const void *delta, void
         ec_encode_data_update((int)n, c->k, 1, i, tbl, src + off, &dst);
         off += n;
     }
+}
+
+/* crpm_l3_update_many: tasks of at most this many bytes of one piece */
+#define L3_TASK ((size_t)1 << 20)
+
+typedef struct update_job {
+    const crpm_l3_code *c;
+    int h, i;
+    crpm_l3_piece *t;
+} update_job;
+
+static void update_task(void *arg, uint64_t k, int worker)
+{
+    (void)worker;
+    update_job *j = arg;
+    crpm_l3_update(j->c, j->h, j->i, j->t[k].delta, j->t[k].parity, j->t[k].len);
+}
+
+void crpm_l3_update_many(const crpm_l3_code *c, int h, int i, const crpm_l3_piece *v, size_t n)
+{
+    size_t nt = 0, total = 0;
+    int disjoint = 1; /* in increasing order without overlap, as senders make them: else serial */
+    for (size_t e = 0; e < n; e++) {
+        nt += (v[e].len + L3_TASK - 1) / L3_TASK;
+        total += v[e].len;
+        disjoint &= !e || v[e].parity >= v[e - 1].parity + v[e - 1].len;
+    }
+    update_job j = {c, h, i, NULL};
+    /* small deltas (sparse changes) are not worth waking the workers for */
+    if (disjoint && crpm_pool_width(c->pool) > 1 && total >= 2 * L3_TASK &&
+        (j.t = malloc(nt * sizeof *j.t)) != NULL) {
+        size_t k = 0;
+        for (size_t e = 0; e < n; e++)
+            for (size_t off = 0; off < v[e].len; off += L3_TASK)
+                j.t[k++] = (crpm_l3_piece){v[e].delta + off, v[e].parity + off,
+                                           v[e].len - off < L3_TASK ? v[e].len - off : L3_TASK};
+        crpm_pool_run(c->pool, nt, update_task, &j);
+        free(j.t);
+        return;
+    }
+    for (size_t e = 0; e < n; e++)
+        crpm_l3_update(c, h, i, v[e].delta, v[e].parity, v[e].len);
 }
 
 /* out[r] = sum_j tbls[r][j] * in[j] over len bytes, in pieces ISA-L accepts. */

@@ -39,15 +39,26 @@ int crpm_l3_codeword_of(const crpm_l3_layout *l, int g, int j);
 int crpm_l3_data_member(const crpm_l3_layout *l, int c, int i);
 
 /* Coding tables for k = K-M data units and m = M parity units. */
+struct crpm_pool;
 typedef struct crpm_l3_code {
     int k, m;
     unsigned char *matrix;     /* (k+m) x k: identity, then the m parity rows */
     unsigned char *tbls;       /* ec_init_tables of each single element g[h][i]: (m*k) x 32 */
+    struct crpm_pool *pool;    /* crpm_l3_update_many's workers (util/pool.h); NULL: the caller */
 } crpm_l3_code;
 int crpm_l3_code_init(crpm_l3_code *c, int k, int m);
 void crpm_l3_code_free(crpm_l3_code *c);
 /* parity ^= g[h][i] * delta over len bytes. */
 void crpm_l3_update(const crpm_l3_code *c, int h, int i, const void *delta, void *parity, size_t len);
+/* The same for n pieces whose parity ranges do not overlap, split over
+ * c->pool (pieces of at most a MiB or so; serial when there is no pool or
+ * no memory for the split). */
+typedef struct crpm_l3_piece {
+    const unsigned char *delta;
+    unsigned char *parity;
+    size_t len;
+} crpm_l3_piece;
+void crpm_l3_update_many(const crpm_l3_code *c, int h, int i, const crpm_l3_piece *v, size_t n);
 /* Full encode (tests, the full re-encode baseline): parity[h] = sum_i g[h][i] * data[i]. */
 void crpm_l3_encode(const crpm_l3_code *c, size_t len, unsigned char *const *data, unsigned char **parity);
 

@@ -8,6 +8,7 @@
 #include "grow.h"
 #include "l3_internal.h"
 #include "mpi_error.h"
+#include "pool.h"
 
 /* ---- images ------------------------------------------------------------------ */
 
@@ -214,6 +215,30 @@ static void delta_unit(l3_state *s, const image *nw, const image *old, uint64_t 
     }
 }
 
+/* The deltas of a window of parity segments [t0, t1), one builder per
+ * codeword j: a task per codeword on the rank's workers (builders and the
+ * image are disjoint or read-only; each worker has its own scratch). */
+typedef struct delta_job {
+    l3_state *s;
+    const image *nw, *old;
+    uint64_t t0, t1;
+    builder *b;
+    unsigned char *tmp;        /* per worker: 3 blocks and a word */
+} delta_job;
+
+static void delta_codeword(void *arg, uint64_t j, int worker)
+{
+    delta_job *x = arg;
+    l3_state *s = x->s;
+    unsigned char *tmp = x->tmp + (size_t)worker * (3 * s->blksize + 8);
+    x->b[j].nent = x->b[j].ndata = 0;
+    for (uint64_t t = x->t0; t < x->t1; t++) {
+        uint64_t si = t * (uint64_t)s->k + j;
+        if (si < x->nw->nunits || (x->old && si < x->old->nunits))
+            delta_unit(s, x->nw, x->old, si, t * s->unit, &x->b[j], tmp);
+    }
+}
+
 /* ---- exchange ---------------------------------------------------------------- */
 
 static int recv_msg(MPI_Comm comm, int src, int tag, unsigned char **buf, int *len)
@@ -244,15 +269,23 @@ static int apply_msg(l3_state *s, const unsigned char *m, int len, int h, int i,
         return crpm_error(CRPM_ERR_CORRUPT, "level 3: malformed delta from rank %d", from);
     const unsigned char *data = m + 8 + 16 * n;
     uint64_t avail = (uint64_t)len - 8 - 16 * n, used = 0;
-    for (uint64_t e = 0; e < n; e++) {
+    crpm_l3_piece *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory for a delta of %llu ranges",
+                          (unsigned long long)n);
+    for (uint64_t e = 0; e < n; e++) { /* all checked before any is applied */
         uint64_t off = l3_get64(m + 8 + 16 * e), l = l3_get64(m + 16 + 16 * e);
-        if (l > avail - used || off > s->plen || l > s->plen - off)
+        if (l > avail - used || off > s->plen || l > s->plen - off) {
+            free(v);
             return crpm_error(CRPM_ERR_CORRUPT, "level 3: delta from rank %d out of range", from);
-        crpm_l3_update(&s->code, h, i, data + used, par + off, l);
-        if (pc) /* the parity checkpoint compares only what deltas touched */
-            crpm_container_written(pc, id, off, l);
+        }
+        v[e] = (crpm_l3_piece){data + used, par + off, l};
         used += l;
     }
+    crpm_l3_update_many(&s->code, h, i, v, n); /* over the rank's workers */
+    for (uint64_t e = 0; pc && e < n; e++) /* the parity checkpoint compares only what deltas touched */
+        crpm_container_written(pc, id, (uint64_t)(v[e].parity - par), v[e].len);
+    free(v);
     return CRPM_SUCCESS;
 }
 
@@ -268,19 +301,18 @@ int l3_exchange(crpm_level *lv, const image *nw, const image *old, uint64_t pseg
     builder *b = calloc((size_t)k, sizeof *b);
     unsigned char **out = calloc((size_t)k, sizeof *out);
     MPI_Request *req = malloc(sizeof *req * (size_t)(k * M));
-    unsigned char *tmp = malloc(3 * s->blksize + 8);
+    unsigned char *tmp = malloc((size_t)crpm_pool_width(s->code.pool) * (3 * s->blksize + 8));
     int rc = (!b || !out || !req || !tmp) ? crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory") : CRPM_SUCCESS;
     /* a rank that cannot take part still sends empty messages: nobody waits forever */
     for (uint64_t t0 = 0; t0 < psegs; t0 += T) {
         uint64_t t1 = t0 + T < psegs ? t0 + T : psegs;
         int nreq = 0;
+        delta_job dj = {s, nw, old, t0, t1, b, tmp};
+        if (rc == 0 && b && out && req)
+            crpm_pool_run(s->code.pool, (uint64_t)k, delta_codeword, &dj);
         for (int j = 0; b && out && req && j < k; j++) {
-            b[j].nent = b[j].ndata = 0;
-            for (uint64_t t = t0; rc == 0 && tmp && t < t1; t++) {
-                uint64_t si = t * (uint64_t)k + (uint64_t)j;
-                if (si < nw->nunits || (old && si < old->nunits))
-                    delta_unit(s, nw, old, si, t * unit, &b[j], tmp);
-            }
+            if (rc)
+                b[j].nent = b[j].ndata = 0;
             if (b[j].err && rc == 0)
                 rc = crpm_error(CRPM_ERR_NOMEM, "level 3: out of memory for the delta");
             size_t ne = rc == 0 ? b[j].nent : 0, nd = rc == 0 ? b[j].ndata : 0;

@@ -44,6 +44,7 @@ typedef struct crpm_level_env {
      * run_id (CRPM_RUN_ID_LEN bytes) identifies this run in the file */
     const struct crpm_glayout *glayout;
     const uint8_t *run_id;
+    struct crpm_pool *pool;    /* the rank's workers (util/pool.h; api_team.c), NULL: none */
 } crpm_level_env;
 
 typedef struct crpm_level crpm_level;

@@ -291,6 +291,7 @@ int crpm_level_l3(crpm_level *lv, const crpm_level_env *env, const crpm_l3_opts 
     s->members = malloc(sizeof *s->members * (size_t)env->nranks);
     int rc = s->grp && s->par && s->groups && s->members ? crpm_l3_code_init(&s->code, s->k, o->parity)
                                                          : crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    s->code.pool = env->pool; /* the rank's workers apply the deltas */
     if (rc == 0) {
         memcpy(s->groups, o->groups, sizeof *s->groups * (size_t)env->nranks);
         memcpy(s->members, o->members, sizeof *s->members * (size_t)env->nranks);

@@ -30,6 +30,7 @@ enum key_id {
     K_LOCK_WAIT_S, K_ON_UNRECOVERABLE, K_HUGE_PAGES,
     K_HEAP_BASE, /* persistent heap (docs/heap.md) */
     K_DEVICE_MODE, /* GPU arrays (docs/gpu.md) */
+    K_THREADS,   /* the engine's workers (docs/threads.md) */
     K_COUNT
 };
 
@@ -66,6 +67,7 @@ static const struct key_desc {
     [K_HUGE_PAGES] = {"advanced", "huge_pages"},
     [K_HEAP_BASE] = {"advanced", "heap_base"},
     [K_DEVICE_MODE] = {"advanced", "device_mode"},
+    [K_THREADS] = {"advanced", "threads"},
 };
 
 typedef struct parse_ctx {
@@ -307,6 +309,13 @@ static int set_advanced(crpm_config *cfg, int k, const char *value, const char *
         ok = parse_bool(value, &cfg->huge_pages) == 0;
         *want = "0 or 1";
         break;
+    case K_THREADS:
+        if (strcmp(value, "auto") == 0)
+            cfg->threads = 0;
+        else if ((ok = parse_long(value, 1, CRPM_THREADS_MAX, &l) == 0))
+            cfg->threads = (int)l;
+        *want = "auto or a number of threads from 1 to 1024";
+        break;
     case K_SEGMENT_SIZE:
     case K_BLOCK_SIZE: {
         uint64_t s = 0;
@@ -432,6 +441,12 @@ int crpm_config_parse(const char *text, const char *name, crpm_config *cfg)
             return crpm_error(CRPM_ERR_CONFIG, "environment CRPM_END_TIME='%s': expected Unix seconds or an ISO 8601 "
                               "time (2024-06-11T14:30:00Z)", env);
         cfg->end_time_env = 1;
+    }
+    env = getenv("CRPM_THREADS");
+    if (env && *env) {
+        const char *want;
+        if (!set_advanced(cfg, K_THREADS, env, &want))
+            return crpm_error(CRPM_ERR_CONFIG, "environment CRPM_THREADS='%s': expected %s", env, want);
     }
     if (!cfg->ckpt_dir[0])
         return crpm_error(CRPM_ERR_CONFIG,

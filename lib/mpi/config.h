@@ -44,7 +44,10 @@ typedef struct crpm_config {
     int huge_pages;                     /* 1: recovery advises huge pages on the arrays it fills */
     uint64_t heap_base;                 /* persistent heap: its fixed address */
     int device_mode;                    /* GPU arrays: CRPM_DEVICE_DIFF, _FINGERPRINT or _FULL (docs/gpu.md) */
+    int threads;                        /* the engine's workers per rank; 0 = auto (docs/threads.md) */
 } crpm_config;
+
+#define CRPM_THREADS_MAX 1024
 
 /* method = full writes FTI-level-1-style full files (lib/levels/full.c): the
  * baseline the differential engine is benchmarked against. */

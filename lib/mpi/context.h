@@ -77,6 +77,10 @@ typedef struct crpm_ctx {
 
     crpm_stats_t last, total;
 
+    /* the engine's workers ([advanced] threads; api_team.c) */
+    struct crpm_pool *pool;
+    int threads;
+
     /* global layout and restart on another rank count (mpi/reshape.h); NULL until used */
     struct crpm_reshape *reshape;
 

@@ -64,6 +64,8 @@ int crpm_jobdir_open(crpm_ctx *ctx, const char *path, int create, crpm_container
     int rc = crpm_container_open(&o, out, NULL);
     if (rc == 0)
         crpm_testhook_attach(ctx, *out);
+    if (rc == 0)
+        crpm_container_set_pool(*out, ctx->pool); /* the rank's workers (api_team.c) */
     const char *trk = rc == 0 ? crpm_container_tracking(*out) : NULL;
     if (trk && strcmp(trk, "pagemap") != 0 && ctx->cfg.verbosity >= 1 && ctx->rank == 0) {
         /* still exact, only slower: a warning, not an error */

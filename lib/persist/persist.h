@@ -50,6 +50,13 @@ typedef struct crpm_backend {
     void (*flush)(crpm_media *m, const void *addr, size_t n);
     /* Fence: everything copied or flushed before is durable on return. */
     void (*drain)(crpm_media *m);
+    /* Optional, for several threads storing at once (checkpoint workers):
+     * view is a copy of m that one thread stores through (copy, fill,
+     * flush, reserve; never drain or resize); view_end hands its stores to
+     * m, durable after m's next drain (a second call for the same view does
+     * nothing).  NULL: those ops are safe from several threads on m itself. */
+    int (*view_begin)(crpm_media *m, crpm_media *view);
+    void (*view_end)(crpm_media *m, crpm_media *view);
 } crpm_backend;
 
 struct crpm_media {
@@ -69,6 +76,13 @@ const crpm_backend *crpm_backend_for(int persistence);
 /* Read-only mapping (O_RDONLY, PROT_READ) of a regular file, for the tools:
  * resize() remaps to the file's current size; nothing can be stored. */
 extern const crpm_backend crpm_backend_readonly;
+
+/* A view of m for one of several threads storing into it at once, with its
+ * own write log (log, when m keeps one; else unused).  crpm_persist_view_end
+ * (serial, after the threads finished) adds the log to m's and makes the
+ * view's stores part of m's next drain.  CRPM_ERR_NOMEM. */
+int crpm_persist_view(crpm_media *m, crpm_media *view, crpm_wlog *log);
+void crpm_persist_view_end(crpm_media *m, crpm_media *view, crpm_wlog *log);
 
 /* Convenience wrappers used by the upper layers. */
 static inline void crpm_persist_note(crpm_media *m, const void *addr, size_t n)

@@ -198,4 +198,4 @@ static void ro_flush(crpm_media *m, const void *addr, size_t n) { (void)m; (void
 static void ro_drain(crpm_media *m) { (void)m; }
 
 const crpm_backend crpm_backend_readonly = {"read-only", ro_map, ro_resize, ro_reserve, ro_unmap,
-                                            ro_copy, ro_fill, ro_flush, ro_drain};
+                                            ro_copy, ro_fill, ro_flush, ro_drain, NULL, NULL};

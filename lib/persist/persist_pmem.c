@@ -164,9 +164,39 @@ static void be_unmap(crpm_media *m)
     crpm_file_unmap(m);
 }
 
-static const crpm_backend backend_auto = {"auto", map_auto, be_resize, be_reserve, be_unmap, be_copy, be_fill, be_flush, be_drain};
-static const crpm_backend backend_pmem = {"pmem", map_pmem, be_resize, be_reserve, be_unmap, be_copy, be_fill, be_flush, be_drain};
-static const crpm_backend backend_msync = {"msync", map_msync, be_resize, be_reserve, be_unmap, be_copy, be_fill, be_flush, be_drain};
+/* Several threads storing at once: libpmem's copies and flushes are safe
+ * as they are, the msync mode's list of ranges is not, so each thread's
+ * view keeps its own list (same file descriptor) and msyncs it when the
+ * thread is done: its stores are then durable before the next drain. */
+static int be_view_begin(crpm_media *m, crpm_media *view)
+{
+    file_state *fs = m->priv;
+    if (!fs->msync_mode)
+        return CRPM_SUCCESS;
+    file_state *v = malloc(sizeof *v);
+    if (!v)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    *v = *fs;
+    v->nranges = 0;
+    view->priv = v;
+    return CRPM_SUCCESS;
+}
+
+static void be_view_end(crpm_media *m, crpm_media *view)
+{
+    if (view->priv == m->priv)
+        return;
+    do_msync(view);
+    free(view->priv);
+    view->priv = m->priv;
+}
+
+static const crpm_backend backend_auto = {"auto", map_auto, be_resize, be_reserve, be_unmap, be_copy, be_fill,
+                                          be_flush, be_drain, be_view_begin, be_view_end};
+static const crpm_backend backend_pmem = {"pmem", map_pmem, be_resize, be_reserve, be_unmap, be_copy, be_fill,
+                                          be_flush, be_drain, be_view_begin, be_view_end};
+static const crpm_backend backend_msync = {"msync", map_msync, be_resize, be_reserve, be_unmap, be_copy, be_fill,
+                                           be_flush, be_drain, be_view_begin, be_view_end};
 
 const crpm_backend *crpm_backend_for(int persistence)
 {

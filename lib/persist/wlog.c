@@ -66,3 +66,28 @@ void crpm_wlog_free(crpm_wlog *l)
     free(l->v);
     memset(l, 0, sizeof *l);
 }
+
+/* ---- views for concurrent stores (persist.h) ------------------------------ */
+
+int crpm_persist_view(crpm_media *m, crpm_media *view, crpm_wlog *log)
+{
+    *view = *m;
+    view->log = NULL;
+    if (m->log) {
+        crpm_wlog_clear(log);
+        view->log = log;
+    }
+    return m->ops->view_begin ? m->ops->view_begin(m, view) : 0;
+}
+
+void crpm_persist_view_end(crpm_media *m, crpm_media *view, crpm_wlog *log)
+{
+    if (m->ops->view_end)
+        m->ops->view_end(m, view);
+    if (m->log && view->log == log) { /* appended: the log's reader normalizes */
+        m->log->lost |= log->lost;
+        for (size_t i = 0; i < log->n; i++)
+            crpm_wlog_note(m->log, log->v[i].off, log->v[i].len);
+    }
+    view->log = NULL;
+}

@@ -5,7 +5,14 @@
  * current state to a crash callback and then moves the marked lines to media.
  * A crash image keeps media, and for every line whose cached content differs
  * (stored but not drained, flushed or not: caches may evict any line at any
- * time) takes the old line, the new one, or a mix of their 8-B words. */
+ * time) takes the old line, the new one, or a mix of their 8-B words.
+ *
+ * Several threads may store at once (checkpoint workers): lines are marked
+ * with atomic ORs, so a crash image at the next drain sees their stores in
+ * whatever order they came.  A store that arrives while a drain runs is a
+ * protocol error (a worker still writing after the fence) and is counted. */
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "error.h"
@@ -24,6 +31,24 @@ typedef struct sim_state {
 
 static crpm_sim_drain_cb next_cb;
 static void *next_arg;
+static atomic_int draining;           /* a drain is running */
+static atomic_ullong late_stores;     /* stores that came during one */
+static atomic_int jitter;             /* stores yield now and then: other interleavings */
+
+unsigned long long crpm_sim_late_stores(void) { return atomic_load(&late_stores); }
+void crpm_sim_set_jitter(int on) { atomic_store(&jitter, on); }
+
+static void maybe_yield(void)
+{
+    static _Thread_local uint64_t x;
+    if (!atomic_load_explicit(&jitter, memory_order_relaxed))
+        return;
+    if (!x)
+        x = (uint64_t)(uintptr_t)&x | 1;
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    if (x % 8 == 0)
+        sched_yield();
+}
 
 void crpm_sim_set_callback(crpm_sim_drain_cb cb, void *arg)
 {
@@ -73,13 +98,16 @@ static void sim_flush(crpm_media *m, const void *addr, size_t n)
 {
     sim_state *s = m->priv;
     if (!n) return;
+    if (atomic_load(&draining))
+        atomic_fetch_add(&late_stores, 1);
     size_t off = (size_t)((const char *)addr - m->base);
     for (size_t l = off / LINE; l <= (off + n - 1) / LINE; l++)
-        s->marked[l / 64] |= 1ull << (l % 64);
+        __atomic_fetch_or(&s->marked[l / 64], 1ull << (l % 64), __ATOMIC_RELAXED);
 }
 
 static void sim_copy(crpm_media *m, void *dst, const void *src, size_t n)
 {
+    maybe_yield();
     memcpy(dst, src, n);
     sim_flush(m, dst, n);
 }
@@ -93,6 +121,7 @@ static int sim_fill(crpm_media *m, void *dst, const void *src, size_t n)
 static void sim_drain(crpm_media *m)
 {
     sim_state *s = m->priv;
+    atomic_store(&draining, 1);
     if (s->cb)
         s->cb(s->cb_arg, m);
     size_t nlines = m->size / LINE;
@@ -105,6 +134,7 @@ static void sim_drain(crpm_media *m)
         }
         s->marked[w] = 0;
     }
+    atomic_store(&draining, 0);
 }
 
 static int sim_resize(crpm_media *m, size_t new_size)
@@ -132,7 +162,8 @@ static void sim_unmap(crpm_media *m)
     crpm_file_unmap(m);
 }
 
-const crpm_backend crpm_backend_sim = {"sim", sim_map, sim_resize, sim_reserve, sim_unmap, sim_copy, sim_fill, sim_flush, sim_drain};
+const crpm_backend crpm_backend_sim = {"sim", sim_map, sim_resize, sim_reserve, sim_unmap, sim_copy, sim_fill, sim_flush, sim_drain,
+                                       NULL, NULL}; /* views share the state: its updates are atomic */
 
 static uint64_t next_rand(uint64_t *x)
 {

@@ -15,6 +15,12 @@ void crpm_sim_set_callback(crpm_sim_drain_cb cb, void *arg); /* for media opened
 enum crpm_sim_mode { CRPM_SIM_NONE_LANDED, CRPM_SIM_ALL_LANDED, CRPM_SIM_RANDOM };
 /* Writes a crash image of m (m->size bytes) to out. */
 void crpm_sim_crash_image(crpm_media *m, int mode, uint64_t *rng, char *out);
+/* Stores that arrived while a drain was running (a worker still writing
+ * after the fence): must stay 0. */
+unsigned long long crpm_sim_late_stores(void);
+/* 1: stores yield now and then, so concurrent writers interleave in more
+ * orders. */
+void crpm_sim_set_jitter(int on);
 /* The media image (what is durable now), m->size bytes. */
 const char *crpm_sim_media(crpm_media *m);
 

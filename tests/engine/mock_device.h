@@ -16,7 +16,9 @@
  *   mock_kind_copy   copy out / copy in only: the engine compares on the host
  *
  * mock_d2h / mock_h2d count the bytes moved between "device" and host;
- * mock_fail_stage makes the next stage fail (a failed checkpoint). */
+ * mock_fail_stage makes the next stage fail (a failed checkpoint).  Reads,
+ * writes and stages of disjoint ranges may run on several threads at once
+ * (the engine's workers): the counters are atomic. */
 #ifndef CRPM_TEST_MOCK_DEVICE_H
 #define CRPM_TEST_MOCK_DEVICE_H
 #include <stdint.h>
@@ -124,14 +126,14 @@ static inline mock_block *mock_of(const crpm_array *a)
 static int mock_read(const crpm_array *a, uint64_t off, void *dst, uint64_t len)
 {
     memcpy(dst, mock_of(a)->host + off, len);
-    mock_d2h += len;
+    __atomic_fetch_add(&mock_d2h, len, __ATOMIC_RELAXED); /* engine workers call concurrently */
     return CRPM_SUCCESS;
 }
 
 static int mock_write(const crpm_array *a, uint64_t off, const void *src, uint64_t len)
 {
     memcpy(mock_of(a)->host + off, src, len);
-    mock_h2d += len;
+    __atomic_fetch_add(&mock_h2d, len, __ATOMIC_RELAXED);
     return CRPM_SUCCESS;
 }
 
@@ -161,8 +163,7 @@ static int mock_stage(void *state, const crpm_array *a, uint64_t off, uint64_t l
 {
     mock_state *s = state;
     const char *live = mock_of(a)->host;
-    if (mock_fail_stage) {
-        mock_fail_stage = 0;
+    if (__atomic_exchange_n(&mock_fail_stage, 0, __ATOMIC_RELAXED)) {
         return crpm_error(CRPM_ERR_IO, "mock device: stage failed (on purpose)");
     }
     if (off % s->blk || off + len > s->bytes)
@@ -172,8 +173,9 @@ static int mock_stage(void *state, const crpm_array *a, uint64_t off, uint64_t l
         uint64_t n = off + len - o < s->blk ? off + len - o : s->blk;
         int extra = 0;
         if (mock_superset) {
-            mock_superset_rng = mock_superset_rng * 6364136223846793005ull + 1442695040888963407ull;
-            extra = (mock_superset_rng >> 60) == 0; /* 1 in 16 */
+            uint64_t r = __atomic_add_fetch(&mock_superset_rng, 0x9E3779B97F4A7C15ull, __ATOMIC_RELAXED);
+            r = (r ^ (r >> 31)) * 0xBF58476D1CE4E5B9ull;
+            extra = (r >> 60) == 0; /* 1 in 16 */
         }
         if (!all && !extra && memcmp(live + o, s->copy + o, n) == 0)
             continue;
@@ -181,7 +183,7 @@ static int mock_stage(void *state, const crpm_array *a, uint64_t off, uint64_t l
         memcpy((char *)host + i * s->blk, live + o, n);
         memcpy(s->pending + o, live + o, n);
         s->staged[o / s->blk] = 1;
-        mock_d2h += n;
+        __atomic_fetch_add(&mock_d2h, n, __ATOMIC_RELAXED);
     }
     return CRPM_SUCCESS;
 }

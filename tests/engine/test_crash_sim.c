@@ -5,11 +5,14 @@
  * container says it is recoverable.  After each checkpoint returns, the media
  * alone must hold epoch k.
  *
- *   test_crash_sim DIR MIN_IMAGES [track|declared|device|gpu]
+ *   test_crash_sim DIR MIN_IMAGES [track|declared|device|gpu|-] [WORKERS]
  * device: the arrays live in mock device memory (mock_device.h), some in a
  * kind that stages its own changes, some in one that only copies.
  * gpu: the GPU kinds of lib/device (diff, fingerprint, full by array) on the
- * mock device (devops_mock.c, test-hook builds; skipped without). */
+ * mock device (devops_mock.c, test-hook builds; skipped without).
+ * WORKERS > 1: the data passes run on a pool of that many workers, whose
+ * stores yield at random (other interleavings); a store that reaches the
+ * simulator while a fence runs fails the test. */
 #include <fcntl.h>
 #include <unistd.h>
 #include "check.h"
@@ -21,6 +24,7 @@
 #include "devkind.h"
 #include "devops.h"
 #endif
+#include "pool.h"
 
 #define MAXR 8
 #define MAXE 128
@@ -68,6 +72,7 @@ static int declared; /* the workloads report their writes (crpm_container_writte
 static int device; /* the arrays are in mock device memory */
 static int gpu;    /* ... of the mock GPU device, through the GPU kinds */
 static uint64_t packed_seen, moves_seen; /* packed arrays after a checkpoint; arrays moved in or out of packs */
+static crpm_pool *pool; /* WORKERS > 1 */
 
 /* The arrays' buffers: host memory, or the host side of mock device memory
  * (written as a kernel would write device memory). */
@@ -199,6 +204,7 @@ static void resume_image(uint64_t hi, const char *what)
     shadow_stale = 1;
     if (crpm_container_open(&o, &c, NULL) != 0)
         return; /* reported by verify_image */
+    crpm_container_set_pool(c, pool); /* workers storing through msync views */
     uint64_t e = crpm_container_epoch(c);
     const snap *s = &refs[hi];
     int rc = 0;
@@ -337,6 +343,7 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
     crpm_container *c;
     int rc = crpm_container_open(&o, &c, NULL);
     REQUIRE(rc == 0, "open: %s", crpm_last_error());
+    crpm_container_set_pool(c, pool);
     if (track && strcmp(crpm_container_tracking(c), "pagemap") != 0) {
         printf("SKIP: change tracking not available: %s\n", crpm_container_tracking(c));
         exit(77);
@@ -441,6 +448,11 @@ int main(int argc, char **argv)
         return 77;
     }
 #endif
+    int workers = argc > 4 ? atoi(argv[4]) : 0;
+    if (workers > 1) {
+        REQUIRE(crpm_pool_create(workers, &pool) == 0, "pool: %s", crpm_last_error());
+        crpm_sim_set_jitter(1);
+    }
     img = malloc(64u << 20);
     snprintf(img_path, sizeof img_path, "%s/sim-img-%d.crpm", dir, (int)getpid());
     rng_img = 12345;
@@ -458,6 +470,13 @@ int main(int argc, char **argv)
             break;
     }
     unlink(img_path);
+    if (crpm_sim_late_stores()) {
+        fprintf(stderr, "FAIL: %llu stores reached the media while a fence ran\n", crpm_sim_late_stores());
+        failures++;
+    }
+    crpm_pool_free(pool);
+    if (workers > 1)
+        printf("with %d workers\n", workers);
     printf("crash images checked: %llu in %d workloads%s (%llu resumed with a new checkpoint), failures: %llu\n",
            (unsigned long long)images, runs, track ? " (change tracking)" : declared ? " (declared writes)" : device ? " (mock device memory)" : gpu ? " (GPU kinds, mock device)" : "", (unsigned long long)resumed,
            (unsigned long long)failures);

@@ -3,9 +3,11 @@
  * that it holds exactly one committed epoch (the last one the child reported,
  * or the one it was committing), then the next child resumes from it.
  *
- *   test_kill DIR TRIALS [SEED|-] [track|device]
+ *   test_kill DIR TRIALS [SEED|-] [track|device|-] [WORKERS]
  * device: the child's arrays are in mock device memory (mock_device.h), the
- * largest in a kind that stages its own changes, the others copy-only. */
+ * largest in a kind that stages its own changes, the others copy-only.
+ * WORKERS > 1: the child's checkpoints and recovery run on a pool of that
+ * many workers (killed with all its threads, wherever each one was). */
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -16,6 +18,7 @@
 #include "check.h"
 #include "engine.h"
 #include "mock_device.h"
+#include "pool.h"
 
 #define NREG 3
 static const uint64_t sizes[NREG] = {24u << 20, 8u << 20, 1000};
@@ -42,7 +45,7 @@ static void apply_epoch(char **buf, uint64_t k)
 }
 
 static volatile int *in_ckpt;
-static int track, device;
+static int track, device, workers;
 
 static void child(const char *path, int fd)
 {
@@ -50,6 +53,9 @@ static void child(const char *path, int fd)
                         .change_tracking = track};
     crpm_container *c;
     if (crpm_container_open(&o, &c, NULL)) _exit(3);
+    crpm_pool *pool = NULL;
+    if (workers > 1 && crpm_pool_create(workers, &pool)) _exit(7);
+    crpm_container_set_pool(c, pool);
     if (track && strcmp(crpm_container_tracking(c), "pagemap") != 0) _exit(CHECK_SKIP);
     char *buf[NREG];
     for (int r = 0; r < NREG; r++) {
@@ -91,7 +97,8 @@ int main(int argc, char **argv)
     if (argc > 3 && strcmp(argv[3], "-") != 0) seed = strtoull(argv[3], NULL, 10);
     track = argc > 4 && strcmp(argv[4], "track") == 0;
     device = argc > 4 && strcmp(argv[4], "device") == 0;
-    printf("seed %llu\n", (unsigned long long)seed);
+    workers = argc > 5 ? atoi(argv[5]) : 0;
+    printf("seed %llu, %d workers\n", (unsigned long long)seed, workers > 1 ? workers : 1);
     int during = 0;
     for (int t = 0; t < trials; t++) {
         int p[2];

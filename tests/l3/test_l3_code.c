@@ -21,6 +21,7 @@
 #include "check.h"
 #include "crpm_types.h"
 #include "l3_code.h"
+#include "pool.h"
 
 static uint64_t seed = 20261123;
 
@@ -448,6 +449,54 @@ static void test_layout_check(void)
     expect_check(6, 4, 3, 0, "l3_parity 3 is more than half");
 }
 
+/* crpm_l3_update_many over 1 and 4 workers equals crpm_l3_update piece by
+ * piece (pieces of a few bytes to several MiB, in order; and out of order,
+ * which is applied serially). */
+static void test_update_many(void)
+{
+    crpm_l3_code c;
+    REQUIRE(crpm_l3_code_init(&c, 3, 2) == 0, "code");
+    size_t plen = 12u << 20;
+    unsigned char *delta = xmalloc(plen), *want = xmalloc(plen), *got = xmalloc(plen);
+    for (size_t x = 0; x < plen; x++)
+        delta[x] = (unsigned char)rnd(&seed);
+    crpm_l3_piece v[6];
+    size_t at = 0, used = 0;
+    static const size_t lens[6] = {7, 3u << 20, 100, (5u << 20) + 3, 4096, 1u << 20};
+    for (int e = 0; e < 6; e++) {
+        at += 1 + rnd_below(&seed, 1000);
+        v[e] = (crpm_l3_piece){delta + used, NULL, lens[e]};
+        v[e].parity = (unsigned char *)(uintptr_t)at; /* offset for now */
+        at += lens[e];
+        used += lens[e];
+    }
+    REQUIRE(at <= plen && used <= plen, "layout");
+    for (int order = 0; order < 2; order++)
+        for (int w = 1; w <= 4; w += 3) {
+            crpm_pool *pool;
+            REQUIRE(crpm_pool_create(w, &pool) == 0, "pool");
+            memset(want, 0x5a, plen);
+            memset(got, 0x5a, plen);
+            crpm_l3_piece g[6];
+            for (int e = 0; e < 6; e++) {
+                int k = order ? 5 - e : e;
+                size_t off = (size_t)(uintptr_t)v[k].parity;
+                crpm_l3_update(&c, 1, 2, v[k].delta, want + off, v[k].len);
+                g[e] = (crpm_l3_piece){v[k].delta, got + off, v[k].len};
+            }
+            c.pool = pool;
+            crpm_l3_update_many(&c, 1, 2, g, 6);
+            c.pool = NULL;
+            CHECK(memcmp(want, got, plen) == 0, "update_many with %d workers (%s order) differs", w,
+                  order ? "reverse" : "increasing");
+            crpm_pool_free(pool);
+        }
+    crpm_l3_code_free(&c);
+    free(delta);
+    free(want);
+    free(got);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -481,5 +530,6 @@ int main(int argc, char **argv)
             test_group(K, M);
 
     test_layout_check();
+    test_update_many();
     return check_summary("test_l3_code");
 }
