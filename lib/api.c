@@ -11,6 +11,7 @@
 
 #include "agree.h"
 #include "api_internal.h"
+#include "background.h"
 #include "api_heap.h"
 #include "clock.h"
 #include "context.h"
@@ -92,6 +93,7 @@ static void free_ctx(void)
 {
     if (!ctx)
         return;
+    crpm_bg_stop(ctx); /* no thread may outlive the context */
     crpm_stop_end(ctx);
     crpm_global_free(ctx); /* global layout, reshaped restart (api_global.c) */
     crpm_coord_close(ctx);
@@ -262,6 +264,12 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
         free_ctx();
         return rc;
     }
+    rc = crpm_bg_start(ctx); /* async = 1: the background levels' thread */
+    if (rc != 0) {
+        report(rc, fn);
+        free_ctx();
+        return rc;
+    }
     crpm_schedule_start(ctx);
     crpm_error_clear(); /* "no level-4 file" and the like were not errors */
     if (ctx->rank == 0 && ctx->cfg.verbosity >= 3)
@@ -328,6 +336,7 @@ int crpm_protect_any(int id, void *ptr, int64_t count, crpm_type_t type, const c
                                  id, (long long)count, (long long)type.size), fn);
     if (!((type.code >= CRPM_TC_CHAR && type.code <= CRPM_TC_LOGICAL) || type.code >= CRPM_TYPE_USER))
         return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): unknown type code %d", fn, id, (int)type.code), fn);
+    crpm_bg_idle(ctx); /* the background reads the arrays' descriptors */
     if ((uint64_t)count > SIZE_MAX / (uint64_t)type.size)
         return report(crpm_error(CRPM_ERR_RANGE, "%s(%d): %lld elements of %lld bytes overflow", fn, id,
                                  (long long)count, (long long)type.size), fn);
@@ -374,6 +383,7 @@ int crpm_set_name(int id, const char *name)
     if (!name || !*name || strlen(name) >= CRPM_NAME_MAX)
         return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): the name must have 1 to %d characters", fn, id,
                                  CRPM_NAME_MAX - 1), fn);
+    crpm_bg_idle(ctx); /* level 4 in the background names the datasets */
     char *copy = strdup(name);
     int k = lookup(&ctx->name_ids, name_recs(), ctx->nnames, id);
     if (copy && k < 0 && CRPM_GROW(ctx->names, ctx->cap_names, (size_t)ctx->nnames + 1, 16)) {
@@ -428,6 +438,7 @@ int crpm_recover(void)
     const char *fn = "crpm_recover";
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_recover: call crpm_init first"), fn);
+    crpm_bg_idle(ctx);
     double t0 = crpm_now();
     int rc;
     if (ctx->broken)
@@ -470,6 +481,7 @@ static int saved_array(int id, const char *fn, int to_read, crpm_array *shape, i
 {
     if (!ctx)
         return crpm_error(CRPM_ERR_STATE, "%s(%d): call crpm_init first", fn, id);
+    crpm_bg_idle(ctx);
     if (ctx->broken)
         return crpm_error(CRPM_ERR_STATE, "%s(%d): an earlier failed checkpoint left the container in an unknown "
                           "state; restart the application", fn, id);
@@ -557,7 +569,10 @@ static void log_checkpoint(int id, int level, const crpm_stats_t *st)
         crpm_fmt_secs(t, sizeof t, tmax[0]);
         crpm_fmt_secs(t4, sizeof t4, tmax[1]);
         double pct = tsum[1] > 0 ? 100.0 * tsum[0] / tsum[1] : 0.0;
-        if (row && row->stage == CRPM_STAGE_AFTER)
+        if (crpm_bg_takes(ctx, level)) /* not "(Ln)": that line comes when the level committed */
+            printf("[crpm] checkpoint %d (level 1 committed, level %d in the background): %s written of %s "
+                   "protected (%.1f%%) in %s\n", id, level, w, p, pct, t);
+        else if (row && row->stage == CRPM_STAGE_AFTER)
             printf("[crpm] checkpoint %d (L%d): %s written to level %d in %s; level 1: %s written of %s protected "
                    "(%.1f%%) in %s\n", id, level, p, level, t4, w, p, pct, t);
         else if (row && row->sent_to) {
@@ -578,8 +593,22 @@ int crpm_checkpoint(int id, int level)
     const char *fn = "crpm_checkpoint";
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: call crpm_init first"), fn);
-    double t0 = crpm_now(), t_commit = 0;
-    int rc = ctx->broken ? crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: an earlier failed checkpoint left the "
+    double t0 = crpm_now(), t_commit = 0, waited = 0;
+    /* The drain before this checkpoint ends first (backpressure): the copy
+     * it reads is the one this checkpoint's successor would overwrite, and
+     * the container and the followers are its until then.  Its failure is
+     * this call's error on every rank (it was agreed). */
+    int rc = crpm_bg_collect(ctx, &waited);
+    if (rc != 0)
+        return report(rc, fn);
+    if (waited > 1e-4 && ctx->cfg.verbosity >= 2 && ctx->rank == 0) {
+        char t[32];
+        crpm_fmt_secs(t, sizeof t, waited);
+        printf("[crpm] checkpoint %d waited %s for the background levels of checkpoint %llu\n", id, t,
+               (unsigned long long)ctx->last_id);
+        fflush(stdout);
+    }
+    rc = ctx->broken ? crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: an earlier failed checkpoint left the "
                                       "container in an unknown state; restart the application")
                          : crpm_coord_ready(ctx, id, level);
     if (rc == 0)
@@ -594,7 +623,8 @@ int crpm_checkpoint(int id, int level)
     /* an older rank count's files may go now (api_global.c); level 4 counts only if it committed */
     crpm_global_committed(ctx, rc == 0 ? level : CRPM_L1);
     double t1 = crpm_now();
-    ctx->cost[0] = t_commit - t0;
+    ctx->cost[0] = t_commit - t0 - waited; /* the wait is the previous drain's, counted apart */
+    ctx->bg_waited = waited;
     ctx->cost[1] = t1 - t_commit;
     st.seconds = t1 - t0;
     st.checkpoints = 1;
@@ -620,6 +650,8 @@ int crpm_snapshot(void)
         rc = crpm_checkpoint((int)(ctx->last_id + 1), crpm_stop_level(ctx));
         /* Levels that complete in the background must be waited for here,
          * before the application is told to stop. */
+        if (rc == 0)
+            rc = report(crpm_bg_collect(ctx, NULL), fn);
         return rc < 0 ? rc : CRPM_SNAP_EXIT;
     }
     if (rc == 0)
@@ -651,6 +683,8 @@ int crpm_finalize(void)
     const char *fn = "crpm_finalize";
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_finalize: call crpm_init first"), fn);
+    /* every background level committed (or failed, said on every rank) first */
+    int bgrc = crpm_bg_stop(ctx);
     int rc = agree(CRPM_SUCCESS, fn);
     if (rc == 0 && ctx->stop.reason) /* stopped early: the checkpoints are needed */
         rc = crpm_stop_mark(ctx);
@@ -660,8 +694,39 @@ int crpm_finalize(void)
         rc = crpm_jobdir_remove(ctx);
     if (rc != 0)
         report(rc, fn);
+    else if (bgrc != 0)
+        rc = report(bgrc, fn);
     free_ctx();
     return rc;
+}
+
+/* ---- background levels ------------------------------------------------------- */
+int crpm_wait(void)
+{
+    const char *fn = "crpm_wait";
+    if (!ctx)
+        return report(crpm_error(CRPM_ERR_STATE, "crpm_wait: call crpm_init first"), fn);
+    /* collective although the result is agreed already: a caller that goes
+     * on to read the level's files on another rank may rely on it */
+    int rc = crpm_bg_collect(ctx, NULL);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", rc ? crpm_last_error() : "");
+    int arc = agree(CRPM_SUCCESS, fn);
+    if (rc != 0)
+        return report(crpm_error(rc, "%s", msg), fn);
+    return arc ? report(arc, fn) : CRPM_SUCCESS;
+}
+
+int crpm_test(int *done)
+{
+    const char *fn = "crpm_test";
+    if (!done)
+        return report(crpm_error(CRPM_ERR_INVAL, "crpm_test: done is NULL"), fn);
+    *done = 1;
+    if (!ctx)
+        return report(crpm_error(CRPM_ERR_STATE, "crpm_test: call crpm_init first"), fn);
+    int rc = crpm_bg_test(ctx, done);
+    return rc ? report(rc, fn) : CRPM_SUCCESS;
 }
 
 int crpm_get_stats(crpm_stats_t *last, crpm_stats_t *total)

@@ -24,6 +24,8 @@ typedef struct crpm_follower {
     int why_code;              /* not available: the error a checkpoint at its level returns ... */
     char why[512];             /* ... and why ("level 2 needs ...") */
     void *prep;                /* what the row's prepare found for its open (level 3: the groups) */
+    int reads_arrays;          /* its write reads the arrays' bytes (level 4, the level-2 full-copy baseline):
+                                  in the background it gets them read back from level 1 (background.c) */
     crpm_plan plan;            /* restart: its part of the plan (coordinate.c) */
 } crpm_follower;
 
@@ -76,6 +78,10 @@ typedef struct crpm_ctx {
     crpm_stop stop;            /* reasons to stop before the scheduler does (stop.c) */
 
     crpm_stats_t last, total;
+
+    /* asynchronous levels (background.h); NULL: levels 2-4 run synchronously */
+    struct crpm_bg *bg;
+    double bg_waited;          /* seconds the last checkpoint waited for the drain before it */
 
     /* global layout and restart on another rank count (mpi/reshape.h); NULL until used */
     struct crpm_reshape *reshape;

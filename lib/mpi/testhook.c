@@ -15,6 +15,10 @@
 #define LEVEL_BASE 100
 static const char *const level_points[] = {"sent", "applied", "committed"};
 #define RESHAPE_REMOVING 90 /* reshape.c: old rank count's files about to go (below LEVEL_BASE) */
+/* background.c: a drain picked up (nothing of it written yet), and a drain
+ * whose levels every rank committed (before the application learns it) */
+#define DRAIN_START 91
+#define DRAIN_COMMITTED 92
 
 static void kill_hook(void *arg, int point, uint64_t epoch)
 {
@@ -39,6 +43,8 @@ static int parse_kills(crpm_ctx *ctx)
                  : strcmp(point, "after_data") == 0   ? CRPM_HOOK_AFTER_DATA
                  : strcmp(point, "after_commit") == 0 ? CRPM_HOOK_AFTER_COMMIT
                  : strcmp(point, "reshape_removing") == 0 ? RESHAPE_REMOVING
+                 : strcmp(point, "drain_start") == 0      ? DRAIN_START
+                 : strcmp(point, "drain_committed") == 0  ? DRAIN_COMMITTED
                                                       : 0;
         int lv = 0, off = 0;
         if (!pt && sscanf(point, "l%d_%n", &lv, &off) == 1 && off > 0 && lv > CRPM_L1 && lv < LEVEL_BASE)
@@ -47,7 +53,8 @@ static int parse_kills(crpm_ctx *ctx)
                     pt = LEVEL_BASE * lv + 1 + i;
         if (!pt)
             return crpm_error(CRPM_ERR_CONFIG, "CRPM_TEST_KILL='%s': point must be before_data, after_data, "
-                              "after_commit, l2_sent, l2_applied, l2_committed, l3_sent, l3_applied, l3_committed or reshape_removing", v);
+                              "after_commit, l2_sent, l2_applied, l2_committed, l3_sent, l3_applied, l3_committed, "
+                              "reshape_removing, drain_start or drain_committed", v);
         if (r == ctx->rank && ctx->nkills < (int)(sizeof ctx->kills / sizeof ctx->kills[0])) {
             ctx->kills[ctx->nkills].point = pt;
             ctx->kills[ctx->nkills].n = n;
@@ -140,6 +147,10 @@ void crpm_testhook_point(crpm_ctx *ctx, const char *point)
 {
     if (strcmp(point, "reshape_removing") == 0)
         kill_hook(ctx, RESHAPE_REMOVING, 0);
+    else if (strcmp(point, "drain_start") == 0)
+        kill_hook(ctx, DRAIN_START, 0);
+    else if (strcmp(point, "drain_committed") == 0)
+        kill_hook(ctx, DRAIN_COMMITTED, 0);
 }
 
 int crpm_testhook_env(const char *var)
@@ -149,6 +160,13 @@ int crpm_testhook_env(const char *var)
 }
 
 int crpm_testhook_skip_data_check(void) { return crpm_testhook_env("CRPM_TEST_SKIP_DATA_CHECK"); }
+
+int crpm_testhook_drain_delay_ms(void)
+{
+    const char *v = getenv("CRPM_TEST_DRAIN_DELAY_MS");
+    int ms = v ? atoi(v) : 0;
+    return ms > 0 && ms < 600000 ? ms : 0;
+}
 
 void crpm_testhook_pause(const char *point, int rank)
 {
