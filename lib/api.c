@@ -336,11 +336,16 @@ int crpm_protect_any(int id, void *ptr, int64_t count, crpm_type_t type, const c
                                  id, (long long)count, (long long)type.size), fn);
     if (!((type.code >= CRPM_TC_CHAR && type.code <= CRPM_TC_LOGICAL) || type.code >= CRPM_TYPE_USER))
         return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): unknown type code %d", fn, id, (int)type.code), fn);
-    crpm_bg_idle(ctx); /* the background reads the arrays' descriptors */
     if ((uint64_t)count > SIZE_MAX / (uint64_t)type.size)
         return report(crpm_error(CRPM_ERR_RANGE, "%s(%d): %lld elements of %lld bytes overflow", fn, id,
                                  (long long)count, (long long)type.size), fn);
     int i = lookup(&ctx->array_ids, array_recs(), ctx->narrays, id);
+    /* A new array or a new shape changes the container's region table, which
+     * a drain in the background reads: wait for it.  Another address for the
+     * same shape (double buffering) touches nothing the drain reads. */
+    if (i < 0 || ctx->arrays[i].count != (uint64_t)count || ctx->arrays[i].elem_size != (uint64_t)type.size ||
+        ctx->arrays[i].type_code != type.code || ctx->arrays[i].kind)
+        crpm_bg_idle(ctx);
     if (i < 0)
         i = ctx->narrays;
     if (i == ctx->narrays && CRPM_GROW(ctx->arrays, ctx->cap_arrays, (size_t)ctx->narrays + 1, 16))

@@ -8,6 +8,7 @@
 #include "background.h"
 #include "clock.h"
 #include "error.h"
+#include "grow.h"
 #include "level_table.h"
 #include "schedule.h" /* crpm_fmt_secs */
 #include "testhook.h"
@@ -31,6 +32,9 @@ struct crpm_bg {
     int level;
     double t_post;
     crpm_stats_t st;
+    crpm_array *arrays;        /* the protected arrays' descriptors at the hand-off (ptr unused) */
+    int narrays, nomem;
+    size_t cap_arrays;
 };
 
 /* ---- the drain (the thread) ---------------------------------------------------- */
@@ -47,9 +51,10 @@ static int needs_arrays(const crpm_ctx *ctx, int level)
  * back from the container, every chunk's CRC checked (never the
  * application's arrays, which it may be writing now).  *out: descriptors
  * like ctx->arrays with ptr at the copies (each freed by free_copies). */
-static int committed_copies(crpm_ctx *ctx, crpm_array **out)
+static int committed_copies(crpm_bg *b, crpm_array **out)
 {
-    int n = ctx->narrays;
+    crpm_ctx *ctx = b->ctx;
+    int n = b->narrays;
     crpm_container *c = ctx->primary.ops && ctx->primary.ops->container ? ctx->primary.ops->container(&ctx->primary)
                                                                         : NULL;
     crpm_array *a = calloc((size_t)n + 1, sizeof *a);
@@ -59,7 +64,7 @@ static int committed_copies(crpm_ctx *ctx, crpm_array **out)
     if (!c)
         return crpm_error(CRPM_ERR_STATE, "no level-1 container to read the checkpoint from");
     for (int i = 0; i < n; i++) {
-        a[i] = ctx->arrays[i];
+        a[i] = b->arrays[i];
         a[i].ptr = NULL;
         a[i].kind = NULL; /* host copies, whatever the application's kind */
     }
@@ -153,12 +158,14 @@ static int drain(crpm_bg *b)
     crpm_testhook_point(ctx, "drain_start");
     double t0 = crpm_now();
     crpm_array *copies = NULL;
-    int rc = CRPM_SUCCESS, n = ctx->narrays;
-    if (needs_arrays(ctx, b->level)) {
+    int rc = b->nomem ? crpm_error(CRPM_ERR_NOMEM, "out of memory") : CRPM_SUCCESS, n = b->narrays;
+    if (rc == 0 && needs_arrays(ctx, b->level))
+        rc = committed_copies(b, &copies);
+    if (rc != 0 || needs_arrays(ctx, b->level)) {
         char what[96];
         snprintf(what, sizeof what, "checkpoint %lld at level %d (reading it back from level 1)", (long long)b->id,
                  b->level);
-        rc = crpm_agree_idle(b->comm, ctx->rank, committed_copies(ctx, &copies), what);
+        rc = crpm_agree_idle(b->comm, ctx->rank, rc, what);
     }
     /* the followers that do not read arrays get none: nothing here may
      * touch the application's memory */
@@ -222,6 +229,7 @@ static void destroy(crpm_bg *b)
     pthread_cond_destroy(&b->cv);
     if (b->comm != MPI_COMM_NULL)
         MPI_Comm_free(&b->comm);
+    free(b->arrays);
     free(b);
 }
 
@@ -292,6 +300,12 @@ void crpm_bg_post(crpm_ctx *ctx, int64_t id, int level)
     b->level = level;
     b->t_post = crpm_now();
     memset(&b->st, 0, sizeof b->st);
+    /* the descriptors as they are now: protect may change addresses while
+     * the drain runs (it waits for any other change) */
+    b->nomem = CRPM_GROW(b->arrays, b->cap_arrays, (size_t)ctx->narrays + 1, 16) != 0;
+    b->narrays = b->nomem ? 0 : ctx->narrays;
+    if (b->narrays)
+        memcpy(b->arrays, ctx->arrays, sizeof *b->arrays * (size_t)b->narrays);
     b->has_result = 0;
     b->posted = 1;
     pthread_cond_broadcast(&b->cv);

@@ -48,7 +48,10 @@ set with probability 1/2, otherwise the same set again with probability 1/2
 (more than M nodes of a group lost before their rebuild is a loss beyond the
 code).  The reference must report level-3 checkpoints and at least one
 relaunch must print "rebuilt from level-3 parity".  --env K=V goes into the
-environment of every launch (CRPM_TEST_L3_VERIFY=1).
+environment of every launch (CRPM_TEST_L3_VERIFY=1).  --hooks replaces the
+cycle of kill points (tests/async: drain_start, drain_committed and the level's
+points, which fire in the background thread with async = 1); "{dir}" in a
+--basic value is the run's directory (glbl_dir = {dir}/global).
 """
 import argparse
 import os
@@ -81,6 +84,8 @@ def parse():
                     help="timer kills at A..B %% of the failure-free run's time")
     ap.add_argument("--hook-max", type=int, default=8, help="CRPM_TEST_KILL at checkpoint 2..N")
     ap.add_argument("--hook-start", type=int, default=0, help="trial t uses kill point t + N of the cycle")
+    ap.add_argument("--hooks", help="the cycle of kill points, comma-separated ('none': a timer kill), instead "
+                    "of the level's (async: drain_start,l2_sent,...)")
     ap.add_argument("--result", required=True)
     ap.add_argument("--progress")
     ap.add_argument("--crpm-args", default="--crpm {cfg}")
@@ -105,6 +110,8 @@ def parse():
     a.basic = dict(kv.split("=", 1) for kv in a.basic)
     a.advanced = dict(kv.split("=", 1) for kv in a.advanced)
     a.env = dict(kv.split("=", 1) for kv in a.env)
+    if a.hooks:
+        HOOKS[a.level] = tuple(None if h == "none" else h for h in a.hooks.split(","))
     L.configure(a.np, a.node_size)
     if a.level == 3:
         if L.NNODES % a.group_size or not 1 <= a.parity <= a.group_size // 2:
@@ -123,7 +130,9 @@ class Ctx:
         return crpmtest.mpiexec(L.NP) + self.a.prog + extra
 
     def config(self, d, job):
-        return L.write_config(os.path.join(d, "crpm.ini"), d, job, self.a.basic, self.a.advanced)
+        # "{dir}" in a value: the run's own directory (glbl_dir = {dir}/global)
+        basic = {k: str(v).replace("{dir}", d) for k, v in self.a.basic.items()}
+        return L.write_config(os.path.join(d, "crpm.ini"), d, job, basic, self.a.advanced)
 
     def results(self, text):
         return [x for x in complete_lines(text) if self.a.result_re.search(x)]

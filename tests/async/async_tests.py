@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""Asynchronous levels (async = 1, docs/async.md): 8 ranks as 4 simulated
+nodes (node_size 2), driven through async_app.c.  Every launch but
+`fallback` has CRPM_TEST_DRAIN_DELAY_MS: the background thread sleeps before
+each drain, so the application's next calls find it in flight.
+
+  write_l2, write_l3, write_l4
+        checkpoint 1 at the level, the arrays overwritten as soon as the call
+        returns; crpm_test then says "not done" on every rank, crpm_wait
+        returns 0, crpm_test says "done"; a node (level 4: every node) is
+        lost; the restart reports the level and recovers exactly
+        checkpoint 1's values (the background read the committed copy, not
+        the arrays)
+  finalize_l2
+        crpm_finalize right after a level-2 checkpoint: it waits for the
+        drain; a node lost after, the restart recovers checkpoint 1 from
+        level 2
+  fail_l4, fail_l2
+        glbl_dir becomes a file (level 4), or a directory stands where a
+        partner copy must be written (level 2), while the drain sleeps: on
+        every rank crpm_test reports the agreed error once the drain ends,
+        the next crpm_checkpoint returns it too (and takes no checkpoint),
+        the one after succeeds, finalize succeeds; no hang
+  fallback
+        async = 1 in a program that initialised MPI without
+        MPI_THREAD_MULTIPLE: rank 0 warns once, the levels run
+        synchronously (crpm_test right after the call: done)
+
+  async_tests.py --app ASYNC_APP --workdir DIR [--no-l4] [--only NAME]
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "l2"))
+import l2common as L  # noqa: E402
+from l2common import crpmtest  # noqa: E402
+from crpmtest import check, tail  # noqa: E402
+
+DELAY_MS = 400
+REMOTE = -16  # CRPM_ERR_REMOTE: another rank failed
+
+
+class Ctx:
+    pass
+
+
+def launch(c, d, mode, level, extra=(), env=None, delay=True, basic=None):
+    cfg = L.write_config(os.path.join(d, "crpm.ini"), d, "async", dict({
+        "async": 1, "keep_last_ckpt": 1, "glbl_dir": os.path.join(d, "global"), "group_size": 4}, **(basic or {})))
+    e = {"CRPM_TEST_DRAIN_DELAY_MS": str(DELAY_MS)} if delay else {}
+    e.update(env or {})
+    cmd = crpmtest.mpiexec(L.NP) + [c.app, "--crpm", cfg, "--mode", mode, "--level", str(level)] + list(extra)
+    return crpmtest.run_job(cmd, env=L.launch_env(d, e), timeout=60)
+
+
+def every_rank(r, fmt, what):
+    """Each rank printed the line fmt % rank."""
+    lines = set(crpmtest.complete_lines(r.out))
+    missing = [k for k in range(L.NP) if fmt % k not in lines]
+    check(not missing, "%s: ranks %s did not print %r\n%s" % (what, missing, fmt % 0, tail(r.out, 30)))
+
+
+def fresh(c, name):
+    return crpmtest.make_workdir(os.path.join(c.workdir, name))
+
+
+def write_then_verify(c, name, level, lose, status):
+    d = fresh(c, name)
+    r = launch(c, d, "write", level)
+    check(r.rc == 0, "write launch: exit %s\n%s" % (r.rc, tail(r.out, 30)))
+    every_rank(r, "rank %d test-after-call done 0", "a level-%d drain in flight after the call" % level)
+    every_rank(r, "rank %d test-after-wait done 1", "crpm_wait")
+    L.wipe(d, lose)
+    v = launch(c, d, "verify", level)
+    check(v.rc == 0, "verify launch: exit %s\n%s" % (v.rc, tail(v.out, 30)))
+    every_rank(v, "rank %%d verify ok status %d" % status, "restart from level %d" % level)
+
+
+def scenario_write_l2(c):
+    write_then_verify(c, "write_l2", 2, [1], 2)
+
+
+def scenario_write_l3(c):
+    write_then_verify(c, "write_l3", 3, [2], 3)
+
+
+def scenario_write_l4(c):
+    if c.no_l4:
+        crpmtest.skip("no parallel HDF5 in this build")
+    write_then_verify(c, "write_l4", 4, range(L.NNODES), 4)
+
+
+def scenario_finalize_l2(c):
+    d = fresh(c, "finalize_l2")
+    r = launch(c, d, "finalize", 2)
+    check(r.rc == 0, "finalize launch: exit %s\n%s" % (r.rc, tail(r.out, 30)))
+    every_rank(r, "rank %d finalize rc 0", "crpm_finalize with a drain in flight")
+    L.wipe(d, [3])
+    v = launch(c, d, "verify", 2)
+    check(v.rc == 0, "verify launch: exit %s\n%s" % (v.rc, tail(v.out, 30)))
+    every_rank(v, "rank %d verify ok status 2", "restart from level 2 after finalize")
+
+
+def fail_checks(r, what):
+    check(r.rc is not None, "%s: the job hung\n%s" % (what, tail(r.out, 30)))
+    codes = set()
+    for k in range(L.NP):
+        line = [x for x in crpmtest.complete_lines(r.out) if x.startswith("rank %d fail test rc " % k)]
+        check(line, "%s: rank %d did not report crpm_test\n%s" % (what, k, tail(r.out, 30)))
+        f = line[0].split()
+        codes.add(int(f[5]))
+        check(f[7] == "1", "%s: rank %d: crpm_test never said done\n%s" % (what, k, tail(r.out, 30)))
+    # agreed (comm/agree.h): the failing ranks their own code, the others CRPM_ERR_REMOTE
+    check(max(codes) < 0 and len(codes - {REMOTE}) == 1, "%s: crpm_test returned %s across the ranks, not one "
+          "agreed error\n%s" % (what, sorted(codes), tail(r.out, 30)))
+    for k in range(L.NP):
+        code = int([x for x in crpmtest.complete_lines(r.out) if x.startswith("rank %d fail test rc " % k)][0].split()[5])
+        check("rank %d fail next rc %d" % (k, code) in r.out, "%s: rank %d: the next crpm_checkpoint did not return "
+              "%d\n%s" % (what, k, code, tail(r.out, 30)))
+    every_rank(r, "rank %d fail after rc 0", what + ": the checkpoint after")
+    every_rank(r, "rank %d finalize rc 0", what + ": crpm_finalize")
+
+
+def scenario_fail_l4(c):
+    if c.no_l4:
+        crpmtest.skip("no parallel HDF5 in this build")
+    d = fresh(c, "fail_l4")
+    r = launch(c, d, "fail", 4, ["--break", os.path.join(d, "global")], basic={"keep_last_ckpt": 0})
+    fail_checks(r, "glbl_dir broken under a level-4 drain")
+    check("level 4" in r.out, "the error does not name level 4\n%s" % tail(r.out, 30))
+
+
+def scenario_fail_l2(c):
+    d = fresh(c, "fail_l2")
+    # rank 2's partner copy lives on node 2 (rank 4's directory): a directory
+    # in its way makes the level-2 write fail there
+    block = os.path.join(L.node_dir(d, 2), "async", "partner-2.crpm")
+    os.makedirs(os.path.join(block, "in-the-way"))
+    r = launch(c, d, "fail", 2, basic={"keep_last_ckpt": 0})
+    fail_checks(r, "a partner copy that cannot be written under a level-2 drain")
+
+
+def scenario_fallback(c):
+    d = fresh(c, "fallback")
+    r = launch(c, d, "write", 2, env={"CRPM_ASYNC_APP_SINGLE": "1"}, delay=False)
+    check(r.rc == 0, "exit %s\n%s" % (r.rc, tail(r.out, 30)))
+    check(r.out.count("async = 1 needs MPI_THREAD_MULTIPLE") == 1,
+          "no single warning about MPI_THREAD_MULTIPLE\n%s" % tail(r.out, 30))
+    every_rank(r, "rank %d test-after-call done 1", "synchronous levels")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--app", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--no-l4", action="store_true")
+    ap.add_argument("--only")
+    a = ap.parse_args()
+    crpmtest.require_test_hooks("holding drains in flight (CRPM_TEST_DRAIN_DELAY_MS)")
+    c = Ctx()
+    c.app, c.no_l4 = a.app, a.no_l4
+    c.workdir = crpmtest.make_workdir(a.workdir)
+    scenarios = [scenario_write_l2, scenario_write_l3, scenario_write_l4, scenario_finalize_l2, scenario_fail_l4,
+                 scenario_fail_l2, scenario_fallback]
+    return crpmtest.run_scenarios(scenarios, c, c.workdir, only=a.only)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
