@@ -50,7 +50,8 @@ code).  The reference must report level-3 checkpoints and at least one
 relaunch must print "rebuilt from level-3 parity".  --env K=V goes into the
 environment of every launch (CRPM_TEST_L3_VERIFY=1).  --hooks replaces the
 cycle of kill points (tests/async: drain_start, drain_committed and the level's
-points, which fire in the background thread with async = 1); "{dir}" in a
+points, which fire in the background thread with async = 1; at least one
+trial's kill point must be reached); "{dir}" in a
 --basic value is the run's directory (glbl_dir = {dir}/global).
 """
 import argparse
@@ -84,6 +85,8 @@ def parse():
                     help="timer kills at A..B %% of the failure-free run's time")
     ap.add_argument("--hook-max", type=int, default=8, help="CRPM_TEST_KILL at checkpoint 2..N")
     ap.add_argument("--hook-start", type=int, default=0, help="trial t uses kill point t + N of the cycle")
+    ap.add_argument("--expect", help="a regex some line of the failure-free run must match (async: the "
+                    "levels committed in the background)")
     ap.add_argument("--hooks", help="the cycle of kill points, comma-separated ('none': a timer kill), instead "
                     "of the level's (async: drain_start,l2_sent,...)")
     ap.add_argument("--result", required=True)
@@ -153,6 +156,8 @@ def reference(c):
     check(c.a.level in lv, "the failure-free run reported no level-%d checkpoint (levels %s)\n%s" % (
         c.a.level, sorted(set(lv)), tail(ref.out)))
     check(L.recovered_id(ref.out) is None, "the failure-free run recovered something")
+    check(not c.a.expect or re.search(c.a.expect, ref.out, re.M),
+          "no line of the failure-free run matches --expect %r\n%s" % (c.a.expect, tail(ref.out)))
     crpmtest.clean_workdir(d)
     return res, set(complete_lines(ref.out)), ref.elapsed, len(lv)
 
@@ -307,11 +312,12 @@ def main():
         print("reference: FAILED: %s\n0 passed, %d failed" % (e, a.trials))
         return 1
     print("reference: %.1f s, %d checkpoints, result: %s" % (ref_time, n_ckpt, " / ".join(ref_res)), flush=True)
-    passed = failed = restarts = 0
+    passed = failed = restarts = fired = 0
     for t in range(a.trials):
         t0 = time.time()
         why, events, n = run_trial(c, t, ref_res, ref_lines, ref_time, n_ckpt)
         restarts += n
+        fired += any(e.startswith("hook ") and not e.endswith("exit 0") for e in events)
         if why:
             failed += 1
             print("trial %d: FAILED (%s): %s\n  logs in %s" % (t, ", ".join(events), why,
@@ -324,6 +330,9 @@ def main():
     if failed == 0 and restarts == 0:
         print("FAILED: no relaunch after a node loss recovered anything; the kills came too early to test level %d"
               % a.level)
+        failed += 1
+    if failed == 0 and a.hooks and any(HOOKS[a.level]) and not fired:
+        print("FAILED: no kill point of --hooks %s was reached" % a.hooks)
         failed += 1
     crpmtest.clean_workdir(c.workdir, keep=failed > 0 or a.keep)
     print("%d passed, %d failed" % (passed, failed))
