@@ -630,7 +630,9 @@ int crpm_checkpoint(int id, int level)
     double t1 = crpm_now();
     ctx->cost[0] = t_commit - t0 - waited; /* the wait is the previous drain's, counted apart */
     ctx->bg_waited = waited;
-    ctx->cost[1] = t1 - t_commit;
+    /* in the background a level's cost is its drain's (the last one measured; -1: none yet, which the
+     * automatic interval ignores), not the call's */
+    ctx->cost[1] = crpm_bg_takes(ctx, level) ? crpm_bg_lag(ctx, level) : t1 - t_commit;
     st.seconds = t1 - t0;
     st.checkpoints = 1;
     crpm_stop_record(ctx, level, t1 - t0);

@@ -32,6 +32,7 @@ struct crpm_bg {
     int level;
     double t_post;
     crpm_stats_t st;
+    double lag[8];             /* per level: seconds from the hand-off to the end of its last drain (-1: none) */
     crpm_array *arrays;        /* the protected arrays' descriptors at the hand-off (ptr unused) */
     int narrays, nomem;
     size_t cap_arrays;
@@ -156,7 +157,6 @@ static int drain(crpm_bg *b)
         nanosleep(&ts, NULL);
     }
     crpm_testhook_point(ctx, "drain_start");
-    double t0 = crpm_now();
     crpm_array *copies = NULL;
     int rc = b->nomem ? crpm_error(CRPM_ERR_NOMEM, "out of memory") : CRPM_SUCCESS, n = b->narrays;
     if (rc == 0 && needs_arrays(ctx, b->level))
@@ -174,7 +174,7 @@ static int drain(crpm_bg *b)
     if (rc == 0) {
         crpm_testhook_point(ctx, "drain_committed");
         if (ctx->cfg.verbosity >= 2)
-            log_drained(b, crpm_now() - t0);
+            log_drained(b, crpm_now() - b->t_post);
     }
     return rc;
 }
@@ -195,6 +195,8 @@ static void *thread_main(void *arg)
         /* error messages are per thread: the main thread's caller gets a copy */
         snprintf(b->msg, sizeof b->msg, "%s", rc ? crpm_last_error() : "");
         b->has_result = 1;
+        if (b->level >= 0 && b->level < 8)
+            b->lag[b->level] = rc == 0 ? crpm_now() - b->t_post : b->lag[b->level];
         b->posted = 0;
         pthread_cond_broadcast(&b->cv);
     }
@@ -251,6 +253,8 @@ int crpm_bg_start(crpm_ctx *ctx)
     if (b) {
         b->ctx = ctx;
         b->comm = MPI_COMM_NULL;
+        for (int l = 0; l < 8; l++)
+            b->lag[l] = -1;
         pthread_mutex_init(&b->mu, NULL);
         pthread_cond_init(&b->cv, NULL);
         int mrc = MPI_Comm_dup(ctx->comm, &b->comm);
@@ -357,6 +361,17 @@ int crpm_bg_test(crpm_ctx *ctx, int *done)
     int rc = *done && b->has_result ? b->rc : CRPM_SUCCESS;
     pthread_mutex_unlock(&b->mu);
     return rc ? crpm_error(rc, "%s", b->msg) : CRPM_SUCCESS;
+}
+
+double crpm_bg_lag(crpm_ctx *ctx, int level)
+{
+    crpm_bg *b = ctx->bg;
+    if (!b || level < 0 || level >= 8)
+        return -1;
+    pthread_mutex_lock(&b->mu);
+    double v = b->lag[level];
+    pthread_mutex_unlock(&b->mu);
+    return v;
 }
 
 int crpm_bg_stop(crpm_ctx *ctx)

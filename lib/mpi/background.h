@@ -40,6 +40,10 @@ void crpm_bg_idle(crpm_ctx *ctx);
 /* Local, non-blocking: *done = no drain in flight; returns the result of a
  * finished one without consuming it. */
 int crpm_bg_test(crpm_ctx *ctx, int *done);
+/* Seconds from the hand-off of the last drain at `level` that committed to
+ * its end (the time a checkpoint at that level is not yet safe at it; the
+ * automatic level-4 interval's cost), -1 when none did yet. */
+double crpm_bg_lag(crpm_ctx *ctx, int level);
 /* Waits, stops the thread, gives the followers the library's communicator
  * back and frees the thread's.  Returns the last drain's result. */
 int crpm_bg_stop(crpm_ctx *ctx);

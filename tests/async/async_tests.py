@@ -21,15 +21,20 @@ each drain, so the application's next calls find it in flight.
         every rank crpm_test reports the agreed error once the drain ends,
         the next crpm_checkpoint returns it too (and takes no checkpoint),
         the one after succeeds, finalize succeeds; no hang
+  auto_l4
+        ckpt_interval_l4 = auto through the heat example's crpm_snapshot: the
+        level-4 cost behind the automatic interval is the drain's (at least
+        the drain delay), not the call's
   fallback
         async = 1 in a program that initialised MPI without
         MPI_THREAD_MULTIPLE: rank 0 warns once, the levels run
         synchronously (crpm_test right after the call: done)
 
-  async_tests.py --app ASYNC_APP --workdir DIR [--no-l4] [--only NAME]
+  async_tests.py --app ASYNC_APP [--heat HEAT] --workdir DIR [--no-l4] [--only NAME]
 """
 import argparse
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "l2"))
@@ -141,6 +146,24 @@ def scenario_fail_l2(c):
     fail_checks(r, "a partner copy that cannot be written under a level-2 drain")
 
 
+def scenario_auto_l4(c):
+    if c.no_l4 or not c.heat:
+        crpmtest.skip("no parallel HDF5 or no heat example in this build")
+    d = fresh(c, "auto_l4")
+    cfg = L.write_config(os.path.join(d, "crpm.ini"), d, "auto", {
+        "async": 1, "glbl_dir": os.path.join(d, "global"), "ckpt_interval": 1, "ckpt_interval_l4": "auto",
+        "mtbf_s": 50})
+    env = {"CRPM_TEST_DRAIN_DELAY_MS": str(DELAY_MS), "OMPI_MPI_THREAD_LEVEL": "3"}
+    r = crpmtest.run_job(crpmtest.mpiexec(L.NP) + [c.heat, "--nx", "128", "--ny", "64", "--iters", "40", "--crpm",
+                                                    cfg], env=L.launch_env(d, env), timeout=60)
+    check(r.rc == 0, "heat: exit %s\n%s" % (r.rc, tail(r.out, 30)))
+    m = re.search(r"^\[crpm\] auto interval: level 4 every \S+ \S+ \(checkpoint cost (\S+) (us|ms|s),", r.out, re.M)
+    check(m, "no automatic level-4 interval printed\n%s" % tail(r.out, 30))
+    cost = float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(2)]
+    check(cost >= DELAY_MS / 1000.0, "the level-4 cost is %g s, less than the drain's %g s\n%s" % (
+        cost, DELAY_MS / 1000.0, tail(r.out, 30)))
+
+
 def scenario_fallback(c):
     d = fresh(c, "fallback")
     r = launch(c, d, "write", 2, env={"CRPM_ASYNC_APP_SINGLE": "1"}, delay=False)
@@ -154,15 +177,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--app", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--heat", help="the heat example (auto_l4)")
     ap.add_argument("--no-l4", action="store_true")
     ap.add_argument("--only")
     a = ap.parse_args()
     crpmtest.require_test_hooks("holding drains in flight (CRPM_TEST_DRAIN_DELAY_MS)")
     c = Ctx()
-    c.app, c.no_l4 = a.app, a.no_l4
+    c.app, c.heat, c.no_l4 = a.app, a.heat, a.no_l4
     c.workdir = crpmtest.make_workdir(a.workdir)
     scenarios = [scenario_write_l2, scenario_write_l3, scenario_write_l4, scenario_finalize_l2, scenario_fail_l4,
-                 scenario_fail_l2, scenario_fallback]
+                 scenario_fail_l2, scenario_auto_l4, scenario_fallback]
     return crpmtest.run_scenarios(scenarios, c, c.workdir, only=a.only)
 
 
