@@ -10,6 +10,7 @@
 #include "error.h"
 #include "grow.h"
 #include "level_table.h"
+#include "mpi_wait.h"
 #include "schedule.h" /* crpm_fmt_secs */
 #include "testhook.h"
 
@@ -182,6 +183,7 @@ static int drain(crpm_bg *b)
 static void *thread_main(void *arg)
 {
     crpm_bg *b = arg;
+    crpm_mpi_idle_thread(1); /* it shares the cores with the application: never poll inside MPI */
     pthread_mutex_lock(&b->mu);
     for (;;) {
         while (!b->posted && !b->quit)
