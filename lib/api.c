@@ -643,6 +643,26 @@ int crpm_checkpoint(int id, int level)
     return rc ? report(rc, fn) : CRPM_SUCCESS;
 }
 
+/* async_backpressure = skip: a due checkpoint whose predecessor's levels
+ * still run in the background is not taken now (1) but at a later call, the
+ * schedule's count left as if it had not been due; the same on every rank. */
+static int snapshot_skips(int level)
+{
+    int busy = 0, rc = crpm_bg_busy(ctx, &busy);
+    if (rc != 0 || !busy) {
+        ctx->bg_skipping = 0;
+        return rc;
+    }
+    ctx->snap_ckpts--;
+    if (!ctx->bg_skipping++ && ctx->cfg.verbosity >= 2 && ctx->rank == 0) {
+        printf("[crpm] snapshot: checkpoint %llu (L%d) skipped: the background levels of checkpoint %llu are "
+               "still running (async_backpressure = skip)\n", (unsigned long long)ctx->last_id + 1, level,
+               (unsigned long long)ctx->last_id);
+        fflush(stdout);
+    }
+    return 1;
+}
+
 int crpm_snapshot(void)
 {
     const char *fn = "crpm_snapshot";
@@ -669,6 +689,8 @@ int crpm_snapshot(void)
         level = crpm_stop_level(ctx);
     if (!level)
         return CRPM_SNAP_NONE;
+    if (ctx->cfg.async_skip && (rc = snapshot_skips(level)) != 0)
+        return rc < 0 ? report(rc, fn) : CRPM_SNAP_NONE;
     rc = crpm_checkpoint((int)(ctx->last_id + 1), level);
     if (rc == 0)
         rc = report(crpm_schedule_taken(ctx, level), fn);

@@ -365,6 +365,23 @@ int crpm_bg_test(crpm_ctx *ctx, int *done)
     return rc ? crpm_error(rc, "%s", b->msg) : CRPM_SUCCESS;
 }
 
+int crpm_bg_busy(crpm_ctx *ctx, int *busy)
+{
+    int done = 1, all = 1;
+    *busy = 0;
+    if (!ctx->bg)
+        return CRPM_SUCCESS;
+    crpm_bg *b = ctx->bg;
+    pthread_mutex_lock(&b->mu);
+    done = !b->posted;
+    pthread_mutex_unlock(&b->mu);
+    int mrc = MPI_Allreduce(&done, &all, 1, MPI_INT, MPI_MIN, ctx->comm);
+    if (mrc != MPI_SUCCESS)
+        return crpm_mpi_fail(mrc, "crpm_snapshot: MPI_Allreduce");
+    *busy = !all;
+    return CRPM_SUCCESS;
+}
+
 double crpm_bg_lag(crpm_ctx *ctx, int level)
 {
     crpm_bg *b = ctx->bg;

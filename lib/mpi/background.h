@@ -40,6 +40,9 @@ void crpm_bg_idle(crpm_ctx *ctx);
 /* Local, non-blocking: *done = no drain in flight; returns the result of a
  * finished one without consuming it. */
 int crpm_bg_test(crpm_ctx *ctx, int *done);
+/* Collective over the library's communicator: *busy = some rank's drain
+ * is still in flight (the same on every rank). */
+int crpm_bg_busy(crpm_ctx *ctx, int *busy);
 /* Seconds from the hand-off of the last drain at `level` that committed to
  * its end (the time a checkpoint at that level is not yet safe at it; the
  * automatic level-4 interval's cost), -1 when none did yet. */

@@ -25,6 +25,11 @@ each drain, so the application's next calls find it in flight.
         ckpt_interval_l4 = auto through the heat example's crpm_snapshot: the
         level-4 cost behind the automatic interval is the drain's (at least
         the drain delay), not the call's
+  backpressure
+        the heat example's crpm_snapshot, level 2 every checkpoint, drains
+        longer than an iteration: async_backpressure = wait waits for them
+        (verbosity 2 says how long), skip takes no checkpoint while one runs
+        (says so, never waits); the same checksum
   fallback
         async = 1 in a program that initialised MPI without
         MPI_THREAD_MULTIPLE: rank 0 warns once, the levels run
@@ -164,6 +169,33 @@ def scenario_auto_l4(c):
         cost, DELAY_MS / 1000.0, tail(r.out, 30)))
 
 
+def scenario_backpressure(c):
+    if not c.heat:
+        crpmtest.skip("no heat example in this build")
+    out = {}
+    for bp in ("wait", "skip"):
+        d = fresh(c, "backpressure_" + bp)
+        cfg = L.write_config(os.path.join(d, "crpm.ini"), d, "bp", {
+            "async": 1, "async_backpressure": bp, "ckpt_interval": 1, "ckpt_interval_l2": 1})
+        env = {"CRPM_TEST_DRAIN_DELAY_MS": "100", "OMPI_MPI_THREAD_LEVEL": "3"}
+        r = crpmtest.run_job(crpmtest.mpiexec(L.NP) + [c.heat, "--nx", "128", "--ny", "64", "--iters", "40",
+                                                        "--delay-us", "2000", "--crpm", cfg],
+                             env=L.launch_env(d, env), timeout=60)
+        check(r.rc == 0 and crpmtest.matching(r.out, "^checksum "), "%s: exit %s\n%s" % (bp, r.rc, tail(r.out, 30)))
+        out[bp] = r.out
+    waited = re.compile(r"^\[crpm\] checkpoint \d+ waited \S+ \S+ for the background levels", re.M)
+    skipped = re.compile(r"^\[crpm\] snapshot: checkpoint \d+ \(L2\) skipped", re.M)
+    committed = re.compile(r"^\[crpm\] checkpoint \d+ \(L2\): level 2 committed in the background", re.M)
+    check(waited.search(out["wait"]) and not skipped.search(out["wait"]),
+          "wait: no checkpoint said it waited\n%s" % tail(out["wait"], 20))
+    check(skipped.search(out["skip"]) and not waited.search(out["skip"]),
+          "skip: no skipped checkpoint, or one waited\n%s" % tail(out["skip"], 20))
+    nw, ns = len(committed.findall(out["wait"])), len(committed.findall(out["skip"]))
+    check(0 < ns < nw, "skip committed %d level-2 checkpoints, wait %d" % (ns, nw))
+    check(crpmtest.matching(out["wait"], "^checksum ") == crpmtest.matching(out["skip"], "^checksum "),
+          "the results differ")
+
+
 def scenario_fallback(c):
     d = fresh(c, "fallback")
     r = launch(c, d, "write", 2, env={"CRPM_ASYNC_APP_SINGLE": "1"}, delay=False)
@@ -186,7 +218,7 @@ def main():
     c.app, c.heat, c.no_l4 = a.app, a.heat, a.no_l4
     c.workdir = crpmtest.make_workdir(a.workdir)
     scenarios = [scenario_write_l2, scenario_write_l3, scenario_write_l4, scenario_finalize_l2, scenario_fail_l4,
-                 scenario_fail_l2, scenario_auto_l4, scenario_fallback]
+                 scenario_fail_l2, scenario_auto_l4, scenario_backpressure, scenario_fallback]
     return crpmtest.run_scenarios(scenarios, c, c.workdir, only=a.only)
 
 
