@@ -614,8 +614,8 @@ int crpm_checkpoint(int id, int level)
         fflush(stdout);
     }
     rc = ctx->broken ? crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: an earlier failed checkpoint left the "
-                                      "container in an unknown state; restart the application")
-                         : crpm_coord_ready(ctx, id, level);
+                                  "container in an unknown state; restart the application")
+                     : crpm_coord_ready(ctx, id, level);
     if (rc == 0)
         rc = crpm_global_before_checkpoint(ctx); /* the layout region is current (api_global.c) */
     if (rc == 0 && ctx->cfg.heap_size)
@@ -629,7 +629,6 @@ int crpm_checkpoint(int id, int level)
     crpm_global_committed(ctx, rc == 0 ? level : CRPM_L1);
     double t1 = crpm_now();
     ctx->cost[0] = t_commit - t0 - waited; /* the wait is the previous drain's, counted apart */
-    ctx->bg_waited = waited;
     /* in the background a level's cost is its drain's (the last one measured; -1: none yet, which the
      * automatic interval ignores), not the call's */
     ctx->cost[1] = crpm_bg_takes(ctx, level) ? crpm_bg_lag(ctx, level) : t1 - t_commit;

@@ -81,7 +81,6 @@ typedef struct crpm_ctx {
 
     /* asynchronous levels (background.h); NULL: levels 2-4 run synchronously */
     struct crpm_bg *bg;
-    double bg_waited;          /* seconds the last checkpoint waited for the drain before it */
     long bg_skipping;          /* crpm_snapshot calls in a row that skipped a due checkpoint (skip) */
 
     /* global layout and restart on another rank count (mpi/reshape.h); NULL until used */
