@@ -285,6 +285,10 @@ int crpm_bg_start(crpm_ctx *ctx)
     }
     ctx->bg = b;
     ctx->env.comm = b->comm;
+    if (ctx->rank == 0 && ctx->cfg.verbosity >= 2) {
+        printf("[crpm] async = 1: levels 2, 3 and 4 are written by a background thread on every rank\n");
+        fflush(stdout);
+    }
     return CRPM_SUCCESS;
 }
 
