@@ -634,7 +634,10 @@ int crpm_checkpoint(int id, int level)
     ctx->cost[1] = crpm_bg_takes(ctx, level) ? crpm_bg_lag(ctx, level) : t1 - t_commit;
     st.seconds = t1 - t0;
     st.checkpoints = 1;
-    crpm_stop_record(ctx, level, t1 - t0);
+    /* the stop margin needs the final checkpoint's whole time: a level in the background adds its last
+     * drain's (the stop waits for it) */
+    double lag = crpm_bg_takes(ctx, level) ? crpm_bg_lag(ctx, level) : 0;
+    crpm_stop_record(ctx, level, t1 - t0 + (lag > 0 ? lag : 0));
     add_stats(&st);
     ctx->last_ckpt_time = t1;
     if (ctx->cfg.verbosity >= 2)
