@@ -30,6 +30,11 @@ each drain, so the application's next calls find it in flight.
         longer than an iteration: async_backpressure = wait waits for them
         (verbosity 2 says how long), skip takes no checkpoint while one runs
         (says so, never waits); the same checksum
+  stop_l4
+        the end of the allocation already past (CRPM_END_TIME): the heat
+        example's first crpm_snapshot takes the final checkpoint at level 4
+        and returns CRPM_SNAP_EXIT only once level 4 committed in the
+        background; every node lost, the relaunch resumes from it (level 4)
   fallback
         async = 1 in a program that initialised MPI without
         MPI_THREAD_MULTIPLE: rank 0 warns once, the levels run
@@ -41,6 +46,7 @@ import argparse
 import os
 import re
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "l2"))
 import l2common as L  # noqa: E402
@@ -196,6 +202,29 @@ def scenario_backpressure(c):
           "the results differ")
 
 
+def scenario_stop_l4(c):
+    if c.no_l4 or not c.heat:
+        crpmtest.skip("no parallel HDF5 or no heat example in this build")
+    d = fresh(c, "stop_l4")
+    cfg = L.write_config(os.path.join(d, "crpm.ini"), d, "stop", {
+        "async": 1, "glbl_dir": os.path.join(d, "global"), "ckpt_interval": 5})
+    cmd = crpmtest.mpiexec(L.NP) + [c.heat, "--nx", "128", "--ny", "64", "--iters", "40", "--crpm", cfg]
+    env = {"CRPM_TEST_DRAIN_DELAY_MS": str(DELAY_MS), "OMPI_MPI_THREAD_LEVEL": "3",
+           "CRPM_END_TIME": str(int(time.time()) - 60)}
+    r = crpmtest.run_job(cmd, env=L.launch_env(d, env), timeout=60)
+    lines = crpmtest.complete_lines(r.out)
+    done = [i for i, x in enumerate(lines) if re.match(r"\[crpm\] checkpoint 1 \(L4\): level 4 committed in the "
+                                                       r"background", x)]
+    stop = [i for i, x in enumerate(lines) if x.startswith("heat: stopped at iteration 0 on every rank")]
+    check(r.rc == 0 and done and stop and done[0] < stop[0], "the stop did not wait for level 4 (rc %s)\n%s" % (
+        r.rc, tail(r.out, 30)))
+    L.wipe(d, range(L.NNODES))
+    env["CRPM_END_TIME"] = None
+    r = crpmtest.run_job(cmd, env=L.launch_env(d, env), timeout=60)
+    check(r.rc == 0 and "heat: restarted from iteration 0 (level 4)" in r.out,
+          "no restart from level 4 after the stop (rc %s)\n%s" % (r.rc, tail(r.out, 30)))
+
+
 def scenario_fallback(c):
     d = fresh(c, "fallback")
     r = launch(c, d, "write", 2, env={"CRPM_ASYNC_APP_SINGLE": "1"}, delay=False)
@@ -218,7 +247,8 @@ def main():
     c.app, c.heat, c.no_l4 = a.app, a.heat, a.no_l4
     c.workdir = crpmtest.make_workdir(a.workdir)
     scenarios = [scenario_write_l2, scenario_write_l3, scenario_write_l4, scenario_finalize_l2, scenario_fail_l4,
-                 scenario_fail_l2, scenario_auto_l4, scenario_backpressure, scenario_fallback]
+                 scenario_fail_l2, scenario_auto_l4, scenario_backpressure, scenario_stop_l4,
+                 scenario_fallback]
     return crpmtest.run_scenarios(scenarios, c, c.workdir, only=a.only)
 
 
