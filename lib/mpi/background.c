@@ -8,6 +8,7 @@
 #include "background.h"
 #include "clock.h"
 #include "error.h"
+#include "glayout.h"
 #include "grow.h"
 #include "level_table.h"
 #include "mpi_wait.h"
@@ -49,58 +50,104 @@ static int needs_arrays(const crpm_ctx *ctx, int level)
     return 0;
 }
 
-/* The protected arrays as the committed epoch has them: host copies read
- * back from the container, every chunk's CRC checked (never the
- * application's arrays, which it may be writing now).  *out: descriptors
- * like ctx->arrays with ptr at the copies (each freed by free_copies). */
-static int committed_copies(crpm_bg *b, crpm_array **out)
+/* A protected array's committed bytes, read from the container on demand
+ * (a memory kind, util/memkind.h): a level reading the arrays one by one
+ * (level 4's datasets, the level-2 full copy) holds one host copy at a time,
+ * every chunk's CRC checked as it is read. */
+typedef struct committed_ref {
+    crpm_container *c;
+    int idx;                   /* the saved region's index */
+} committed_ref;
+
+static int committed_read(const crpm_array *a, uint64_t off, void *dst, uint64_t len)
+{
+    const committed_ref *r = a->ptr;
+    uint64_t n = crpm_array_bytes(a);
+    if (off == 0 && len == n)
+        return crpm_container_read_region(r->c, r->idx, dst);
+    char *all = malloc(n);
+    int rc = all ? crpm_container_read_region(r->c, r->idx, all)
+                 : crpm_error(CRPM_ERR_NOMEM, "array %d: out of memory for a %llu-byte copy", a->id,
+                              (unsigned long long)n);
+    if (rc == 0)
+        memcpy(dst, all + off, len);
+    free(all);
+    return rc;
+}
+
+static int committed_write(const crpm_array *a, uint64_t off, const void *src, uint64_t len)
+{
+    (void)off;
+    (void)src;
+    (void)len;
+    return crpm_error(CRPM_ERR_STATE, "array %d: the committed checkpoint is read only", a->id);
+}
+
+static const crpm_mem_kind committed_kind = {.name = "the level-1 checkpoint", .read = committed_read,
+                                             .write = committed_write};
+
+/* The protected arrays as the committed epoch has them, never the
+ * application's (which it may be writing now): descriptors like ctx->arrays
+ * whose bytes are read from the container on demand; with global datasets
+ * (level 4 writes their boxes straight from host memory) host copies read
+ * back at once.  *out and *refs: freed by free_copies. */
+static int committed_copies(crpm_bg *b, crpm_array **out, committed_ref **refs)
 {
     crpm_ctx *ctx = b->ctx;
-    int n = b->narrays;
+    int n = b->narrays, whole = ctx->env.glayout && !crpm_glayout_empty(ctx->env.glayout);
     crpm_container *c = ctx->primary.ops && ctx->primary.ops->container ? ctx->primary.ops->container(&ctx->primary)
                                                                         : NULL;
-    crpm_array *a = calloc((size_t)n + 1, sizeof *a);
-    *out = a;
-    if (!a)
+    crpm_array *a = *out = calloc((size_t)n + 1, sizeof *a);
+    committed_ref *r = *refs = calloc((size_t)n + 1, sizeof *r);
+    if (!a || !r)
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     if (!c)
         return crpm_error(CRPM_ERR_STATE, "no level-1 container to read the checkpoint from");
     for (int i = 0; i < n; i++) {
         a[i] = b->arrays[i];
         a[i].ptr = NULL;
-        a[i].kind = NULL; /* host copies, whatever the application's kind */
+        a[i].kind = NULL;
+        r[i].idx = -1;
     }
     int nr = crpm_container_nregions(c), rc = CRPM_SUCCESS;
     for (int k = 0, hint = 0; k < nr && rc == 0; k++) {
-        crpm_array r;
-        if ((rc = crpm_container_region(c, k, &r)) != 0)
+        crpm_array reg;
+        if ((rc = crpm_container_region(c, k, &reg)) != 0)
             break;
-        int i = hint < n && a[hint].id == r.id ? hint : -1;
+        int i = hint < n && a[hint].id == reg.id ? hint : -1;
         for (int j = 0; i < 0 && j < n; j++)
-            if (a[j].id == r.id)
+            if (a[j].id == reg.id)
                 i = j;
         if (i < 0)
             continue; /* saved, no longer protected: not part of this checkpoint's arrays */
         hint = i + 1;
-        if (crpm_array_bytes(&r) != crpm_array_bytes(&a[i]))
+        if (crpm_array_bytes(&reg) != crpm_array_bytes(&a[i]))
             return crpm_error(CRPM_ERR_MISMATCH, "array %d: %llu bytes protected, %llu in the committed checkpoint",
-                              r.id, (unsigned long long)crpm_array_bytes(&a[i]),
-                              (unsigned long long)crpm_array_bytes(&r));
-        a[i].ptr = malloc(crpm_array_bytes(&r) ? crpm_array_bytes(&r) : 1);
+                              reg.id, (unsigned long long)crpm_array_bytes(&a[i]),
+                              (unsigned long long)crpm_array_bytes(&reg));
+        r[i] = (committed_ref){c, k};
+        if (!whole) {
+            a[i].ptr = &r[i];
+            a[i].kind = &committed_kind;
+            continue;
+        }
+        a[i].ptr = malloc(crpm_array_bytes(&reg) ? crpm_array_bytes(&reg) : 1);
         rc = a[i].ptr ? crpm_container_read_region(c, k, a[i].ptr)
-                      : crpm_error(CRPM_ERR_NOMEM, "out of memory for a copy of array %d", r.id);
+                      : crpm_error(CRPM_ERR_NOMEM, "out of memory for a copy of array %d", reg.id);
     }
     for (int i = 0; i < n && rc == 0; i++)
-        if (!a[i].ptr && crpm_array_bytes(&a[i]))
+        if (r[i].idx < 0 && crpm_array_bytes(&a[i]))
             rc = crpm_error(CRPM_ERR_MISMATCH, "array %d is not in the committed checkpoint", a[i].id);
     return rc;
 }
 
-static void free_copies(crpm_array *a, int n)
+static void free_copies(crpm_array *a, committed_ref *refs, int n)
 {
     for (int i = 0; a && i < n; i++)
-        free(a[i].ptr);
+        if (!a[i].kind)
+            free(a[i].ptr);
     free(a);
+    free(refs);
 }
 
 /* Rank 0 at verbosity 2, once every rank committed the level: the line the
@@ -159,9 +206,10 @@ static int drain(crpm_bg *b)
     }
     crpm_testhook_point(ctx, "drain_start");
     crpm_array *copies = NULL;
+    committed_ref *refs = NULL;
     int rc = b->nomem ? crpm_error(CRPM_ERR_NOMEM, "out of memory") : CRPM_SUCCESS, n = b->narrays;
     if (rc == 0 && needs_arrays(ctx, b->level))
-        rc = committed_copies(b, &copies);
+        rc = committed_copies(b, &copies, &refs);
     if (rc != 0 || needs_arrays(ctx, b->level)) {
         char what[96];
         snprintf(what, sizeof what, "checkpoint %lld at level %d (reading it back from level 1)", (long long)b->id,
@@ -171,7 +219,7 @@ static int drain(crpm_bg *b)
     /* the followers that do not read arrays get none: nothing here may
      * touch the application's memory */
     rc = run_followers(b, copies, copies ? n : 0, rc);
-    free_copies(copies, n);
+    free_copies(copies, refs, n);
     if (rc == 0) {
         crpm_testhook_point(ctx, "drain_committed");
         if (ctx->cfg.verbosity >= 2)
