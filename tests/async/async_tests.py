@@ -35,12 +35,17 @@ each drain, so the application's next calls find it in flight.
         example's first crpm_snapshot takes the final checkpoint at level 4
         and returns CRPM_SNAP_EXIT only once level 4 committed in the
         background; every node lost, the relaunch resumes from it (level 4)
+  global_l4
+        heat2d (a global dataset split by rows) on 8 ranks, level 4 every 20
+        iterations in the background while it computes on; every node lost,
+        the relaunch on 4 ranks restarts from the last level-4 file and ends
+        with the digest of a run without checkpoints
   fallback
         async = 1 in a program that initialised MPI without
         MPI_THREAD_MULTIPLE: rank 0 warns once, the levels run
         synchronously (crpm_test right after the call: done)
 
-  async_tests.py --app ASYNC_APP [--heat HEAT] --workdir DIR [--no-l4] [--only NAME]
+  async_tests.py --app ASYNC_APP [--heat HEAT] [--heat2d HEAT2D] --workdir DIR [--no-l4] [--only NAME]
 """
 import argparse
 import os
@@ -225,6 +230,30 @@ def scenario_stop_l4(c):
           "no restart from level 4 after the stop (rc %s)\n%s" % (r.rc, tail(r.out, 30)))
 
 
+def scenario_global_l4(c):
+    if c.no_l4 or not c.heat2d:
+        crpmtest.skip("no parallel HDF5 or no heat2d example in this build")
+    d = fresh(c, "global_l4")
+    args = [c.heat2d, "--nx", "96", "--ny", "80", "--iters", "90", "--print-every", "50"]
+    env = {"CRPM_TEST_DRAIN_DELAY_MS": "100", "OMPI_MPI_THREAD_LEVEL": "3"}
+    ref = crpmtest.run_job(crpmtest.mpiexec(L.NP) + args, env=L.launch_env(d, env), timeout=60)
+    digest = crpmtest.matching(ref.out, "^digest ")
+    check(ref.rc == 0 and digest, "heat2d without checkpoints: exit %s\n%s" % (ref.rc, tail(ref.out)))
+    cfg = L.write_config(os.path.join(d, "crpm.ini"), d, "g4", {
+        "async": 1, "keep_last_ckpt": 1, "glbl_dir": os.path.join(d, "global")})
+    extra = ["--crpm", cfg, "--ckpt-every", "20", "--level", "4"]
+    r = crpmtest.run_job(crpmtest.mpiexec(L.NP) + args + extra, env=L.launch_env(d, env), timeout=60)
+    check(r.rc == 0 and crpmtest.matching(r.out, "^digest ") == digest and re.search(
+        r"^\[crpm\] checkpoint \d+ \(L4\): level 4 committed in the background", r.out, re.M),
+        "heat2d with level 4 in the background: exit %s\n%s" % (r.rc, tail(r.out)))
+    L.wipe(d, range(L.NNODES))
+    r = crpmtest.run_job(crpmtest.mpiexec(4) + args + extra, env=L.launch_env(d, env), timeout=60)
+    check(r.rc == 0 and re.search(r"^heat2d: restarted from iteration 80 .* on 4 ranks", r.out, re.M) and
+          crpmtest.matching(r.out, "^digest ") == digest,
+          "the restart on 4 ranks from level 4: exit %s, digest %s (reference %s)\n%s" % (
+              r.rc, crpmtest.matching(r.out, "^digest "), digest, tail(r.out)))
+
+
 def scenario_fallback(c):
     d = fresh(c, "fallback")
     r = launch(c, d, "write", 2, env={"CRPM_ASYNC_APP_SINGLE": "1"}, delay=False)
@@ -238,17 +267,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--app", required=True)
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--heat", help="the heat example (auto_l4)")
+    ap.add_argument("--heat", help="the heat example (auto_l4, backpressure, stop_l4)")
+    ap.add_argument("--heat2d", help="the heat2d example (global_l4)")
     ap.add_argument("--no-l4", action="store_true")
     ap.add_argument("--only")
     a = ap.parse_args()
     crpmtest.require_test_hooks("holding drains in flight (CRPM_TEST_DRAIN_DELAY_MS)")
     c = Ctx()
-    c.app, c.heat, c.no_l4 = a.app, a.heat, a.no_l4
+    c.app, c.heat, c.heat2d, c.no_l4 = a.app, a.heat, a.heat2d, a.no_l4
     c.workdir = crpmtest.make_workdir(a.workdir)
     scenarios = [scenario_write_l2, scenario_write_l3, scenario_write_l4, scenario_finalize_l2, scenario_fail_l4,
                  scenario_fail_l2, scenario_auto_l4, scenario_backpressure, scenario_stop_l4,
-                 scenario_fallback]
+                 scenario_global_l4, scenario_fallback]
     return crpmtest.run_scenarios(scenarios, c, c.workdir, only=a.only)
 
 
