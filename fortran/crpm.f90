@@ -123,7 +123,7 @@ module crpm
   end type crpm_stats_t
 
   public :: crpm_init, crpm_protect, crpm_protect_bytes, crpm_status, crpm_recover, &
-       crpm_checkpoint, crpm_snapshot, crpm_should_exit, crpm_finalize, crpm_strerror, &
+       crpm_checkpoint, crpm_snapshot, crpm_should_exit, crpm_finalize, crpm_wait, crpm_test, crpm_strerror, &
        crpm_last_error, crpm_get_stats, crpm_define_global, crpm_add_subset, crpm_protect_replicated, &
        crpm_global_dims, crpm_malloc, crpm_calloc, crpm_realloc, crpm_free, crpm_set_root, &
        crpm_get_root, crpm_heap_used, crpm_checkpoint_team, crpm_recover_team, crpm_team_begin, crpm_team_end
@@ -269,6 +269,17 @@ module crpm
        integer(c_int) :: rc
      end function c_finalize
 
+     function c_wait() bind(C, name='crpm_wait') result(rc)
+       import :: c_int
+       integer(c_int) :: rc
+     end function c_wait
+
+     function c_test(done) bind(C, name='crpm_test') result(rc)
+       import :: c_int
+       integer(c_int), intent(out) :: done
+       integer(c_int) :: rc
+     end function c_test
+
      function c_strerror(code) bind(C, name='crpm_strerror') result(p)
        import :: c_int, c_ptr
        integer(c_int), value :: code
@@ -408,6 +419,21 @@ contains
     integer, intent(out) :: ierr
     ierr = track(c_finalize())
   end subroutine crpm_finalize
+
+  !> Collective: waits for the levels running in the background (async = 1).
+  subroutine crpm_wait(ierr)
+    integer, intent(out) :: ierr
+    ierr = track(c_wait())
+  end subroutine crpm_wait
+
+  !> Local: done = .true. when no level runs in the background.
+  subroutine crpm_test(done, ierr)
+    logical, intent(out) :: done
+    integer, intent(out) :: ierr
+    integer(c_int) :: d
+    ierr = track(c_test(d))
+    done = d /= 0
+  end subroutine crpm_test
 
   subroutine crpm_get_stats(last, total, ierr)
     type(crpm_stats_t), intent(out) :: last, total

@@ -118,8 +118,26 @@ CRPM_API int crpm_recover(void);
  *   group_size nodes, level 4 without glbl_dir), CRPM_ERR_NOTSUP (level 4 in a
  *   build without HDF5), CRPM_ERR_RANGE, CRPM_ERR_NOMEM, CRPM_ERR_IO (e.g. the
  *   file system is full), CRPM_ERR_HDF5, CRPM_ERR_MISMATCH (a box of a global
- *   dataset whose array is not protected with the box's count and type). */
+ *   dataset whose array is not protected with the box's count and type).
+ * With async = 1 ([basic], docs/async.md; needs MPI_THREAD_MULTIPLE) a
+ * checkpoint at level 2, 3 or 4 returns once level 1 committed on every rank;
+ * the level is written in the background from that committed copy (the
+ * arrays may be changed at once).  The next checkpoint, at any level, first
+ * waits for it; if it failed, that next call returns its error on every rank
+ * and takes no checkpoint. */
 CRPM_API int crpm_checkpoint(int id, int level);
+
+/* Collective: waits until every level running in the background (async = 1)
+ * committed; returns its result, the same on every rank (CRPM_SUCCESS when
+ * nothing runs or async is off).  A failure is returned once: by this call,
+ * the next crpm_checkpoint or crpm_finalize, whichever comes first. */
+CRPM_API int crpm_wait(void);
+
+/* Local, non-blocking: *done = 1 when no level runs in the background, 0
+ * while one does.  Returns a finished background level's failure (without
+ * consuming it: the next crpm_checkpoint, crpm_wait or crpm_finalize
+ * returns it too).  Errors: CRPM_ERR_STATE (before init), CRPM_ERR_INVAL. */
+CRPM_API int crpm_test(int *done);
 
 /* Collective; call once per iteration.  On the first call after a restart it
  * recovers (CRPM_SNAP_RECOVERED); otherwise it checkpoints when the
@@ -148,8 +166,9 @@ CRPM_API int crpm_snapshot(void);
  * Errors: CRPM_ERR_STATE (before init). */
 CRPM_API int crpm_should_exit(void);
 
-/* Collective: close the containers; removes this job's checkpoints unless
- * keep_last_ckpt = 1.  The library is uninitialised afterwards, even on error.
+/* Collective: waits for the levels running in the background (returning
+ * their failure, if any), closes the containers; removes this job's
+ * checkpoints unless keep_last_ckpt = 1.  The library is uninitialised afterwards, even on error.
  * Errors: CRPM_ERR_STATE (before init), CRPM_ERR_IO (a file could not be
  *   removed or a directory not synced). */
 CRPM_API int crpm_finalize(void);

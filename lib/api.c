@@ -11,6 +11,7 @@
 
 #include "agree.h"
 #include "api_internal.h"
+#include "background.h"
 #include "api_heap.h"
 #include "clock.h"
 #include "context.h"
@@ -93,6 +94,7 @@ static void free_ctx(void)
 {
     if (!ctx)
         return;
+    crpm_bg_stop(ctx); /* no thread may outlive the context */
     crpm_stop_end(ctx);
     crpm_global_free(ctx); /* global layout, reshaped restart (api_global.c) */
     crpm_coord_close(ctx);
@@ -242,7 +244,9 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
         .keep_l4 = ctx->cfg.keep_l4,
         .verbosity = ctx->cfg.verbosity,
         .layout = &ctx->layout,
-        .pool = ctx->pool,
+        /* with async the followers run in the background thread, beside runs of the caller's pool and
+         * its teams: they get none (one run at a time per pool, a fixed width during a run) */
+        .pool = ctx->cfg.async ? NULL : ctx->pool,
     };
     if (rc == 0)
         rc = crpm_stop_start(ctx);
@@ -263,6 +267,12 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
         return rc;
     }
     rc = crpm_global_after_init(ctx); /* global layout (api_global.c) */
+    if (rc != 0) {
+        report(rc, fn);
+        free_ctx();
+        return rc;
+    }
+    rc = crpm_bg_start(ctx); /* async = 1: the background levels' thread */
     if (rc != 0) {
         report(rc, fn);
         free_ctx();
@@ -345,6 +355,12 @@ int crpm_protect_mem(int id, void *ptr, int64_t count, crpm_type_t type, const c
         return report(crpm_error(CRPM_ERR_RANGE, "%s(%d): %lld elements of %lld bytes overflow", fn, id,
                                  (long long)count, (long long)type.size), fn);
     int i = lookup(&ctx->array_ids, array_recs(), ctx->narrays, id);
+    /* A new array or a new shape changes the container's region table, which
+     * a drain in the background reads: wait for it.  Another address for the
+     * same shape (double buffering) touches nothing the drain reads. */
+    if (i < 0 || ctx->arrays[i].count != (uint64_t)count || ctx->arrays[i].elem_size != (uint64_t)type.size ||
+        ctx->arrays[i].type_code != type.code || ctx->arrays[i].kind)
+        crpm_bg_idle(ctx);
     if (i < 0)
         i = ctx->narrays;
     if (i == ctx->narrays && CRPM_GROW(ctx->arrays, ctx->cap_arrays, (size_t)ctx->narrays + 1, 16))
@@ -396,6 +412,7 @@ int crpm_set_name(int id, const char *name)
     if (!name || !*name || strlen(name) >= CRPM_NAME_MAX)
         return report(crpm_error(CRPM_ERR_INVAL, "%s(%d): the name must have 1 to %d characters", fn, id,
                                  CRPM_NAME_MAX - 1), fn);
+    crpm_bg_idle(ctx); /* level 4 in the background names the datasets */
     char *copy = strdup(name);
     int k = lookup(&ctx->name_ids, name_recs(), ctx->nnames, id);
     if (copy && k < 0 && CRPM_GROW(ctx->names, ctx->cap_names, (size_t)ctx->nnames + 1, 16)) {
@@ -452,6 +469,7 @@ int crpm_recover(void)
     CRPM_GUARD(fn, 1);
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_recover: call crpm_init first"), fn);
+    crpm_bg_idle(ctx);
     double t0 = crpm_now();
     int rc;
     if (ctx->broken)
@@ -494,6 +512,7 @@ static int saved_array(int id, const char *fn, int to_read, crpm_array *shape, i
 {
     if (!ctx)
         return crpm_error(CRPM_ERR_STATE, "%s(%d): call crpm_init first", fn, id);
+    crpm_bg_idle(ctx);
     if (ctx->broken)
         return crpm_error(CRPM_ERR_STATE, "%s(%d): an earlier failed checkpoint left the container in an unknown "
                           "state; restart the application", fn, id);
@@ -583,7 +602,10 @@ static void log_checkpoint(int id, int level, const crpm_stats_t *st)
         crpm_fmt_secs(t, sizeof t, tmax[0]);
         crpm_fmt_secs(t4, sizeof t4, tmax[1]);
         double pct = tsum[1] > 0 ? 100.0 * tsum[0] / tsum[1] : 0.0;
-        if (row && row->stage == CRPM_STAGE_AFTER)
+        if (crpm_bg_takes(ctx, level)) /* not "(Ln)": that line comes when the level committed */
+            printf("[crpm] checkpoint %d (level 1 committed, level %d in the background): %s written of %s "
+                   "protected (%.1f%%) in %s\n", id, level, w, p, pct, t);
+        else if (row && row->stage == CRPM_STAGE_AFTER)
             printf("[crpm] checkpoint %d (L%d): %s written to level %d in %s; level 1: %s written of %s protected "
                    "(%.1f%%) in %s\n", id, level, p, level, t4, w, p, pct, t);
         else if (row && row->sent_to) {
@@ -605,10 +627,24 @@ int crpm_checkpoint(int id, int level)
     CRPM_GUARD(fn, 1);
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: call crpm_init first"), fn);
-    double t0 = crpm_now(), t_commit = 0;
-    int rc = ctx->broken ? crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: an earlier failed checkpoint left the "
-                                      "container in an unknown state; restart the application")
-                         : crpm_coord_ready(ctx, id, level);
+    double t0 = crpm_now(), t_commit = 0, waited = 0;
+    /* The drain before this checkpoint ends first (backpressure): the copy
+     * it reads is the one this checkpoint's successor would overwrite, and
+     * the container and the followers are its until then.  Its failure is
+     * this call's error on every rank (it was agreed). */
+    int rc = crpm_bg_collect(ctx, &waited);
+    if (rc != 0)
+        return report(rc, fn);
+    if (waited > 1e-4 && ctx->cfg.verbosity >= 2 && ctx->rank == 0) {
+        char t[32];
+        crpm_fmt_secs(t, sizeof t, waited);
+        printf("[crpm] checkpoint %d waited %s for the background levels of checkpoint %llu\n", id, t,
+               (unsigned long long)ctx->last_id);
+        fflush(stdout);
+    }
+    rc = ctx->broken ? crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: an earlier failed checkpoint left the "
+                                  "container in an unknown state; restart the application")
+                     : crpm_coord_ready(ctx, id, level);
     if (rc == 0)
         rc = crpm_global_before_checkpoint(ctx); /* the layout region is current (api_global.c) */
     if (rc == 0 && ctx->cfg.heap_size)
@@ -621,16 +657,41 @@ int crpm_checkpoint(int id, int level)
     /* an older rank count's files may go now (api_global.c); level 4 counts only if it committed */
     crpm_global_committed(ctx, rc == 0 ? level : CRPM_L1);
     double t1 = crpm_now();
-    ctx->cost[0] = t_commit - t0;
-    ctx->cost[1] = t1 - t_commit;
+    ctx->cost[0] = t_commit - t0 - waited; /* the wait is the previous drain's, counted apart */
+    /* in the background a level's cost is its drain's (the last one measured; -1: none yet, which the
+     * automatic interval ignores), not the call's */
+    ctx->cost[1] = crpm_bg_takes(ctx, level) ? crpm_bg_lag(ctx, level) : t1 - t_commit;
     st.seconds = t1 - t0;
     st.checkpoints = 1;
-    crpm_stop_record(ctx, level, t1 - t0);
+    /* the stop margin needs the final checkpoint's whole time: a level in the background adds its last
+     * drain's (the stop waits for it) */
+    double lag = crpm_bg_takes(ctx, level) ? crpm_bg_lag(ctx, level) : 0;
+    crpm_stop_record(ctx, level, t1 - t0 + (lag > 0 ? lag : 0));
     add_stats(&st);
     ctx->last_ckpt_time = t1;
     if (ctx->cfg.verbosity >= 2)
         log_checkpoint(id, level, &st);
     return rc ? report(rc, fn) : CRPM_SUCCESS;
+}
+
+/* async_backpressure = skip: a due checkpoint whose predecessor's levels
+ * still run in the background is not taken now (1) but at a later call, the
+ * schedule's count left as if it had not been due; the same on every rank. */
+static int snapshot_skips(int level)
+{
+    int busy = 0, rc = crpm_bg_busy(ctx, &busy);
+    if (rc != 0 || !busy) {
+        ctx->bg_skipping = 0;
+        return rc;
+    }
+    ctx->snap_ckpts--;
+    if (!ctx->bg_skipping++ && ctx->cfg.verbosity >= 2 && ctx->rank == 0) {
+        printf("[crpm] snapshot: checkpoint %llu (L%d) skipped: the background levels of checkpoint %llu are "
+               "still running (async_backpressure = skip)\n", (unsigned long long)ctx->last_id + 1, level,
+               (unsigned long long)ctx->last_id);
+        fflush(stdout);
+    }
+    return 1;
 }
 
 int crpm_snapshot(void)
@@ -648,6 +709,8 @@ int crpm_snapshot(void)
         rc = crpm_checkpoint((int)(ctx->last_id + 1), crpm_stop_level(ctx));
         /* Levels that complete in the background must be waited for here,
          * before the application is told to stop. */
+        if (rc == 0)
+            rc = report(crpm_bg_collect(ctx, NULL), fn);
         return rc < 0 ? rc : CRPM_SNAP_EXIT;
     }
     if (rc == 0)
@@ -658,6 +721,8 @@ int crpm_snapshot(void)
         level = crpm_stop_level(ctx);
     if (!level)
         return CRPM_SNAP_NONE;
+    if (ctx->cfg.async_skip && (rc = snapshot_skips(level)) != 0)
+        return rc < 0 ? report(rc, fn) : CRPM_SNAP_NONE;
     rc = crpm_checkpoint((int)(ctx->last_id + 1), level);
     if (rc == 0)
         rc = report(crpm_schedule_taken(ctx, level), fn);
@@ -681,6 +746,8 @@ int crpm_finalize(void)
     CRPM_GUARD(fn, 1);
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_finalize: call crpm_init first"), fn);
+    /* every background level committed (or failed, said on every rank) first */
+    int bgrc = crpm_bg_stop(ctx);
     int rc = agree(CRPM_SUCCESS, fn);
     if (rc == 0 && ctx->stop.reason) /* stopped early: the checkpoints are needed */
         rc = crpm_stop_mark(ctx);
@@ -690,8 +757,41 @@ int crpm_finalize(void)
         rc = crpm_jobdir_remove(ctx);
     if (rc != 0)
         report(rc, fn);
+    else if (bgrc != 0)
+        rc = report(bgrc, fn);
     free_ctx();
     return rc;
+}
+
+/* ---- background levels ------------------------------------------------------- */
+int crpm_wait(void)
+{
+    const char *fn = "crpm_wait";
+    CRPM_GUARD(fn, 1);
+    if (!ctx)
+        return report(crpm_error(CRPM_ERR_STATE, "crpm_wait: call crpm_init first"), fn);
+    /* collective although the result is agreed already: a caller that goes
+     * on to read the level's files on another rank may rely on it */
+    int rc = crpm_bg_collect(ctx, NULL);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", rc ? crpm_last_error() : "");
+    int arc = agree(CRPM_SUCCESS, fn);
+    if (rc != 0)
+        return report(crpm_error(rc, "%s", msg), fn);
+    return arc ? report(arc, fn) : CRPM_SUCCESS;
+}
+
+int crpm_test(int *done)
+{
+    const char *fn = "crpm_test";
+    CRPM_GUARD(fn, 0);
+    if (!done)
+        return report(crpm_error(CRPM_ERR_INVAL, "crpm_test: done is NULL"), fn);
+    *done = 1;
+    if (!ctx)
+        return report(crpm_error(CRPM_ERR_STATE, "crpm_test: call crpm_init first"), fn);
+    int rc = crpm_bg_test(ctx, done);
+    return rc ? report(rc, fn) : CRPM_SUCCESS;
 }
 
 int crpm_get_stats(crpm_stats_t *last, crpm_stats_t *total)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api_internal.h"
+#include "background.h"
 #include "error.h"
 #include "reserved_ids.h"
 #include "reshape.h"
@@ -25,6 +26,7 @@ static crpm_reshape *state(const char *fn, int id, int *rc)
         *rc = crpm_error(CRPM_ERR_STATE, "%s(%d): call crpm_init first", fn, id);
         return NULL;
     }
+    crpm_bg_idle(ctx); /* level 4 in the background reads the layout */
     crpm_reshape *r = crpm_reshape_get(ctx);
     if (!r)
         *rc = CRPM_ERR_NOMEM;

@@ -38,6 +38,7 @@ struct Options {
     const char *config = nullptr;  // checkpointing only when set
     int every = 10;                // checkpoint every N steps; 0 = never
     int level = CRPM_L1;
+    int l4_every = 0;              // every N-th checkpoint at level 4 instead; 0 = never
 };
 
 enum class Arg { NotMine, Ok, Bad };
@@ -47,7 +48,8 @@ enum class Arg { NotMine, Ok, Bad };
 // own parsing goes on; Bad: a libcrpm option with an invalid value.
 // --ckpt-level is accepted only when withLevel is set.
 inline Arg parseArg(const std::string &key, const char *value, Options &o, bool withLevel = false) {
-    if (!value || (key != "--crpm" && key != "--ckpt-every" && !(withLevel && key == "--ckpt-level")))
+    if (!value || (key != "--crpm" && key != "--ckpt-every" &&
+                   !(withLevel && (key == "--ckpt-level" || key == "--ckpt-l4-every"))))
         return Arg::NotMine;
     if (key == "--crpm") {
         o.config = value;
@@ -57,8 +59,8 @@ inline Arg parseArg(const std::string &key, const char *value, Options &o, bool 
     errno = 0;
     const long v = std::strtol(value, &end, 10);
     if (errno != 0 || end == value || *end != '\0' || v < 0 || v > INT_MAX) return Arg::Bad;
-    if (key == "--ckpt-every") {
-        o.every = int(v);
+    if (key == "--ckpt-every" || key == "--ckpt-l4-every") {
+        (key == "--ckpt-every" ? o.every : o.l4_every) = int(v);
         return Arg::Ok;
     }
     if (v != CRPM_L1 && v != CRPM_L2 && v != CRPM_L3 && v != CRPM_L4) return Arg::Bad;
@@ -76,7 +78,8 @@ inline void usage(std::FILE *f, const char *unit, bool withLevel = false) {
     std::fprintf(f, "  --ckpt-every N     checkpoint every N %s (default 10; 0 = never)\n", unit);
     if (withLevel)
         std::fprintf(f, "  --ckpt-level L     1 (node-local, default), 2 (plus partner copy), 3 (plus group parity)\n"
-                        "                     or 4 (global HDF5)\n");
+                        "                     or 4 (global HDF5)\n"
+                        "  --ckpt-l4-every N  every N-th checkpoint at level 4 instead (0 = never, the default)\n");
 }
 
 // rc < 0: prints "<app>[<rank>]: <what> failed: <reason> (<last error>)"
@@ -150,10 +153,11 @@ class Checkpointer {
     // Checkpoint `id` at the configured level; counted and timed.
     void checkpoint(int id) {
         const double t0 = MPI_Wtime();
+        const int level = o_.l4_every > 0 && (count_ + 1) % o_.l4_every == 0 ? CRPM_L4 : o_.level;
 #ifndef CRPM_APP_FTI
-        check(crpm_checkpoint(id, o_.level), "crpm_checkpoint");
+        check(crpm_checkpoint(id, level), "crpm_checkpoint");
 #else
-        checkFti(FTI_Checkpoint(id, o_.level), FTI_DONE, "FTI_Checkpoint");
+        checkFti(FTI_Checkpoint(id, level), FTI_DONE, "FTI_Checkpoint");
 #endif
         seconds_ += MPI_Wtime() - t0;
         ++count_;

@@ -6,7 +6,7 @@
 
 static int reduce_min(const int64_t *in, int64_t *out, int n, MPI_Comm comm, int idle)
 {
-    if (!idle)
+    if (!idle && !crpm_mpi_idle_here())
         return MPI_Allreduce(in, out, n, MPI_INT64_T, MPI_MIN, comm);
     MPI_Request r;
     int mrc = MPI_Iallreduce(in, out, n, MPI_INT64_T, MPI_MIN, comm, &r);

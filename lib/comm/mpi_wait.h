@@ -14,4 +14,14 @@ int crpm_mpi_idle_wait(int n, MPI_Request *rq, MPI_Status *st);
 /* A barrier over comm waited for that way: returns MPI's code. */
 int crpm_mpi_idle_barrier(MPI_Comm comm);
 
+/* A thread that shares the cores with the application's own work (the
+ * background levels' thread, lib/mpi/background.c) marks itself (on = 1):
+ * its receives and waits below, and its agreements (agree.h), then sleep
+ * between tests instead of polling inside MPI.  Other threads are unchanged. */
+void crpm_mpi_idle_thread(int on);
+int crpm_mpi_idle_here(void);
+/* MPI_Recv and MPI_Waitall, waited for idly in a marked thread: MPI's code. */
+int crpm_mpi_recv(void *buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm);
+int crpm_mpi_waitall(int n, MPI_Request *rq, MPI_Status *st);
+
 #endif

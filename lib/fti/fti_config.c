@@ -24,9 +24,10 @@ enum key {
     K_COUNT
 };
 
-/* [basic] keys with a meaning here; meta_dir, inline_l* and enable_dcp are
- * checked and accepted without effect (metadata lives in the containers,
- * without heads everything is inline, libcrpm is always differential). */
+/* [basic] keys with a meaning here; meta_dir and enable_dcp are checked and
+ * accepted without effect (metadata lives in the containers, libcrpm is
+ * always differential); inline_l2..l4 = 0 (FTI: the head writes the level)
+ * become async = 1 (a background thread on every rank writes them). */
 static const char *const basic_keys[K_COUNT] = {
     [K_HEAD] = "head", [K_NODE_SIZE] = "node_size", [K_GROUP_SIZE] = "group_size",
     [K_CKPT_DIR] = "ckpt_dir", [K_GLBL_DIR] = "glbl_dir", [K_META_DIR] = "meta_dir",
@@ -151,6 +152,8 @@ static int handler(void *user, const char *section_raw, const char *name, const 
     case K_INLINE_L4:
     case K_ENABLE_DCP:
         ok = parse_int(value, 0, 1, &dummy) == 0;
+        if (ok && k != K_ENABLE_DCP && dummy == 0)
+            s->async = 1;
         want = "0 or 1";
         break;
     case K_KEEP_LAST:
@@ -226,6 +229,8 @@ char *fti_config_crpm_text(const fti_settings *s, int l3)
      * node_size does; without it libcrpm finds the nodes itself. */
     if (s->node_size_set)
         len += snprintf(t + len, n - (size_t)len, "node_size = %d\n", s->node_size);
+    if (s->async)
+        len += snprintf(t + len, n - (size_t)len, "async = 1\n");
     if (l3)
         len += snprintf(t + len, n - (size_t)len, "group_size = %d\nl3_parity = %d\n", s->group_size,
                         s->group_size / 2);

@@ -16,6 +16,7 @@ typedef struct fti_settings {
     int head, node_size, group_size;  /* no heads here; node_size (ranks per node) makes the nodes; */
                                       /* group_size (default 4) the nodes of a level-3 group */
     int node_size_set;                /* node_size was in the file (else MPI's shared-memory nodes) */
+    int async;                        /* some inline_l2..l4 = 0: libcrpm's async = 1 (a thread, not a head) */
     char ignored[1024];               /* keys that have no meaning here: "a, [s] b, ..." */
     int restart_keys;                 /* [restart] keys were among them */
 } fti_settings;

@@ -160,7 +160,7 @@ int crpm_sendq_wait(crpm_sendq *q, const char *what)
 
 int crpm_recv_bytes(MPI_Comm comm, int peer, int tag, void *p, size_t n, const char *what)
 {
-    int mrc = MPI_Recv(p, (int)n, MPI_BYTE, peer, tag, comm, MPI_STATUS_IGNORE);
+    int mrc = crpm_mpi_recv(p, (int)n, MPI_BYTE, peer, tag, comm);
     return mrc == MPI_SUCCESS ? CRPM_SUCCESS : crpm_mpi_fail(mrc, what);
 }
 
@@ -211,7 +211,7 @@ int crpm_recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t *
     item it;
     while (scratch && next_item(&w, &it)) {
         char *dst = it.direct && !bad ? m->base + v[it.i].off + it.done : scratch;
-        int mrc = MPI_Recv(dst, (int)it.len, MPI_BYTE, peer, tag, comm, MPI_STATUS_IGNORE);
+        int mrc = crpm_mpi_recv(dst, (int)it.len, MPI_BYTE, peer, tag, comm);
         if (mrc != MPI_SUCCESS) {
             rc = rc ? rc : crpm_mpi_fail(mrc, "level 2: receiving ranges");
             break;

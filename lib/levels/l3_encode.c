@@ -7,6 +7,7 @@
 #include <string.h>
 #include "grow.h"
 #include "l3_internal.h"
+#include "mpi_wait.h"
 #include "mpi_error.h"
 #include "pool.h"
 
@@ -359,7 +360,7 @@ int l3_exchange(crpm_level *lv, const image *nw, const image *old, uint64_t pseg
                 rc = rc ? rc : lrc;
             }
         }
-        int wrc = nreq ? MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+        int wrc = nreq ? crpm_mpi_waitall(nreq, req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
         if (wrc != MPI_SUCCESS)
             rc = rc ? rc : crpm_mpi_fail(wrc, "level 3: MPI_Waitall");
     }

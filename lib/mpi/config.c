@@ -26,6 +26,7 @@ enum key_id {
     K_CKPT_DIR, K_JOB_NAME, K_CKPT_INTERVAL, K_CKPT_INTERVAL_S, K_KEEP_LAST_CKPT, K_VERBOSITY,
     K_GLBL_DIR, K_CKPT_INTERVAL_L4, K_KEEP_L4, K_MTBF_S, K_MTBF_L4_S, K_NODE_SIZE, K_CKPT_INTERVAL_L2,
     K_CKPT_INTERVAL_L3, K_GROUP_SIZE, K_L3_PARITY, K_HEAP_SIZE, K_END_TIME, K_END_TIME_SAFETY, K_EXIT_SIGNAL,
+    K_ASYNC, K_ASYNC_BACKPRESSURE, /* background levels (docs/async.md) */
     K_SEGMENT_SIZE, K_BLOCK_SIZE, K_PERSISTENCE, K_METHOD, K_CHANGE_TRACKING,
     K_LOCK_WAIT_S, K_ON_UNRECOVERABLE, K_HUGE_PAGES,
     K_HEAP_BASE, /* persistent heap (docs/heap.md) */
@@ -57,6 +58,8 @@ static const struct key_desc {
     [K_END_TIME] = {"basic", "end_time"},
     [K_END_TIME_SAFETY] = {"basic", "end_time_safety"},
     [K_EXIT_SIGNAL] = {"basic", "exit_signal"},
+    [K_ASYNC] = {"basic", "async"},
+    [K_ASYNC_BACKPRESSURE] = {"basic", "async_backpressure"},
     [K_SEGMENT_SIZE] = {"advanced", "segment_size"},
     [K_BLOCK_SIZE] = {"advanced", "block_size"},
     [K_PERSISTENCE] = {"advanced", "persistence"},
@@ -280,6 +283,15 @@ static int set_basic(crpm_config *cfg, int k, const char *value, const char **wa
         cfg->exit_signal = 0;
         ok = !*value || crpm_stop_parse_signal(value, &cfg->exit_signal) == 0;
         *want = "a signal name (USR1, USR2, TERM, ...) or nothing";
+        break;
+    case K_ASYNC:
+        ok = parse_bool(value, &cfg->async) == 0;
+        *want = "0 or 1";
+        break;
+    case K_ASYNC_BACKPRESSURE:
+        ok = strcmp(value, "wait") == 0 || strcmp(value, "skip") == 0;
+        cfg->async_skip = strcmp(value, "skip") == 0;
+        *want = "wait or skip";
         break;
     }
     (void)l;

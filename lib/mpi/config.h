@@ -33,6 +33,9 @@ typedef struct crpm_config {
     int end_time_env;                   /* 1: end_time came from CRPM_END_TIME */
     double end_time_safety;             /* final checkpoint's measured cost x this = stop margin */
     int exit_signal;                    /* signal that asks the job to stop; 0 = none */
+    int async;                          /* 1: levels 2-4 drain in the background (docs/async.md) */
+    int async_skip;                     /* async_backpressure = skip: crpm_snapshot takes no checkpoint while
+                                           the previous one's levels still run in the background */
     /* [advanced] */
     uint64_t segment_size;              /* 0 = engine default */
     uint64_t block_size;                /* 0 = engine default */

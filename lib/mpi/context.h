@@ -24,6 +24,8 @@ typedef struct crpm_follower {
     int why_code;              /* not available: the error a checkpoint at its level returns ... */
     char why[512];             /* ... and why ("level 2 needs ...") */
     void *prep;                /* what the row's prepare found for its open (level 3: the groups) */
+    int reads_arrays;          /* its write reads the arrays' bytes (level 4, the level-2 full-copy baseline):
+                                  in the background it gets them read back from level 1 (background.c) */
     crpm_plan plan;            /* restart: its part of the plan (coordinate.c) */
 } crpm_follower;
 
@@ -80,6 +82,9 @@ typedef struct crpm_ctx {
     /* the engine's workers ([advanced] threads; api_team.c) */
     struct crpm_pool *pool;
     int threads;
+    /* asynchronous levels (background.h); NULL: levels 2-4 run synchronously */
+    struct crpm_bg *bg;
+    long bg_skipping;          /* crpm_snapshot calls in a row that skipped a due checkpoint (skip) */
 
     /* global layout and restart on another rank count (mpi/reshape.h); NULL until used */
     struct crpm_reshape *reshape;

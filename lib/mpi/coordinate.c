@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agree.h"
+#include "background.h"
 #include "clock.h"
 #include "coordinate.h"
 #include "error.h"
@@ -116,7 +117,7 @@ static int follow(crpm_ctx *ctx, crpm_follower *f, int id, crpm_stats_t *st)
 
 int crpm_coord_checkpoint(crpm_ctx *ctx, int id, int level, int rc, crpm_stats_t *st, double *t_commit)
 {
-    int committed = 0;
+    int committed = 0, async = crpm_bg_takes(ctx, level);
     *t_commit = 0;
     if (rc == 0) {
         ctx->ckpt_count++;
@@ -137,7 +138,7 @@ int crpm_coord_checkpoint(crpm_ctx *ctx, int id, int level, int rc, crpm_stats_t
     /* the epoch commits only when the followers of this level that join the
      * commit have it too */
     FOR_OPEN(ctx, f)
-        if (rc == 0 && f->level == level && f->row->stage == CRPM_STAGE_COMMIT)
+        if (rc == 0 && !async && f->level == level && f->row->stage == CRPM_STAGE_COMMIT)
             rc = follow(ctx, f, id, st);
     t_red = crpm_now() - t_red;
     if (rc != 0) {
@@ -160,8 +161,10 @@ int crpm_coord_checkpoint(crpm_ctx *ctx, int id, int level, int rc, crpm_stats_t
     ctx->iters_since = 0;
     ctx->cost[2] = t_red;
     *t_commit = crpm_now();
+    if (async) /* every follower of the level, from the committed epoch (background.h) */
+        crpm_bg_post(ctx, id, level);
     FOR_OPEN(ctx, f)
-        if (rc == 0 && f->level == level && f->row->stage == CRPM_STAGE_AFTER)
+        if (rc == 0 && !async && f->level == level && f->row->stage == CRPM_STAGE_AFTER)
             rc = follow(ctx, f, id, st);
     return rc;
 }

@@ -9,6 +9,8 @@
  *      (on failure: their undo, the primary's undo, event "undone")
  *   -> their committed -> the primary's committed
  *   -> the followers of L that run after the commit: write -> agreement
+ * With async = 1 (background.h) the followers of L run in the background
+ * thread after the primary's commit instead, each agreed there. 
  * Restart (restart.c calls these in order):
  *   open -> facts -> plan -> [decide] -> lookup when asked -> restore
  *   -> [primary] -> attach + resync */

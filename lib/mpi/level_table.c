@@ -40,6 +40,7 @@ static int open_l2(crpm_ctx *ctx, crpm_follower *f)
         .full_copy = crpm_testhook_baseline("l2_full_copy"),
     };
     crpm_testhook_level(ctx, CRPM_L2, &o.hook, &o.hook_arg);
+    f->reads_arrays = o.full_copy;
     return crpm_level_l2(&f->lv, &ctx->env, &o);
 }
 
@@ -135,7 +136,11 @@ static int prepare_l4(crpm_ctx *ctx, crpm_follower *f, const char *config_file)
     return CRPM_SUCCESS;
 }
 
-static int open_l4(crpm_ctx *ctx, crpm_follower *f) { return crpm_level_l4(&f->lv, &ctx->env); }
+static int open_l4(crpm_ctx *ctx, crpm_follower *f)
+{
+    f->reads_arrays = 1; /* HDF5 datasets of the arrays' bytes */
+    return crpm_level_l4(&f->lv, &ctx->env);
+}
 
 /* A finished run's level-4 files go with it (rank 0 for the job). */
 static void purge_l4(crpm_ctx *ctx)

@@ -16,6 +16,10 @@
 static const char *const level_points[] = {"sent", "applied", "committed"};
 #define RESHAPE_REMOVING 90 /* reshape.c: old rank count's files about to go (below LEVEL_BASE) */
 #define RESHAPE_REBUILT 91  /* reshape_l3.c: a rebuilt container written, not yet renamed into place */
+/* background.c: a drain picked up (nothing of it written yet), and a drain
+ * whose levels every rank committed (before the application learns it) */
+#define DRAIN_START 92
+#define DRAIN_COMMITTED 93
 
 static void kill_hook(void *arg, int point, uint64_t epoch)
 {
@@ -41,6 +45,8 @@ static int parse_kills(crpm_ctx *ctx)
                  : strcmp(point, "after_commit") == 0 ? CRPM_HOOK_AFTER_COMMIT
                  : strcmp(point, "reshape_removing") == 0 ? RESHAPE_REMOVING
                  : strcmp(point, "reshape_rebuilt") == 0 ? RESHAPE_REBUILT
+                 : strcmp(point, "drain_start") == 0      ? DRAIN_START
+                 : strcmp(point, "drain_committed") == 0  ? DRAIN_COMMITTED
                                                       : 0;
         int lv = 0, off = 0;
         if (!pt && sscanf(point, "l%d_%n", &lv, &off) == 1 && off > 0 && lv > CRPM_L1 && lv < LEVEL_BASE)
@@ -49,7 +55,8 @@ static int parse_kills(crpm_ctx *ctx)
                     pt = LEVEL_BASE * lv + 1 + i;
         if (!pt)
             return crpm_error(CRPM_ERR_CONFIG, "CRPM_TEST_KILL='%s': point must be before_data, after_data, "
-                              "after_commit, l2_sent, l2_applied, l2_committed, l3_sent, l3_applied, l3_committed, reshape_removing or reshape_rebuilt", v);
+                              "after_commit, l2_sent, l2_applied, l2_committed, l3_sent, l3_applied, l3_committed, "
+                              "reshape_removing, reshape_rebuilt, drain_start or drain_committed", v);
         if (r == ctx->rank && ctx->nkills < (int)(sizeof ctx->kills / sizeof ctx->kills[0])) {
             ctx->kills[ctx->nkills].point = pt;
             ctx->kills[ctx->nkills].n = n;
@@ -149,6 +156,10 @@ void crpm_testhook_point(crpm_ctx *ctx, const char *point)
             if (ctx->kills[i].point == RESHAPE_REBUILT && rebuilt == ctx->kills[i].n)
                 raise(SIGKILL);
     }
+    if (strcmp(point, "drain_start") == 0)
+        kill_hook(ctx, DRAIN_START, 0);
+    else if (strcmp(point, "drain_committed") == 0)
+        kill_hook(ctx, DRAIN_COMMITTED, 0);
 }
 
 int crpm_testhook_env(const char *var)
@@ -158,6 +169,13 @@ int crpm_testhook_env(const char *var)
 }
 
 int crpm_testhook_skip_data_check(void) { return crpm_testhook_env("CRPM_TEST_SKIP_DATA_CHECK"); }
+
+int crpm_testhook_drain_delay_ms(void)
+{
+    const char *v = getenv("CRPM_TEST_DRAIN_DELAY_MS");
+    int ms = v ? atoi(v) : 0;
+    return ms > 0 && ms < 600000 ? ms : 0;
+}
 
 void crpm_testhook_pause(const char *point, int rank)
 {

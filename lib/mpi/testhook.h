@@ -6,9 +6,12 @@
  *    owner's data posted to its partner, l2_applied = a partner copy's data
  *    written but not committed, l2_committed = the copies committed, before
  *    the job agreed; level 3: l3_sent, l3_applied, l3_committed; reshape_removing: the files of an older
- *    rank count about to be removed) of its n-th
- *    checkpoint (reshape_rebuilt: its n-th container rebuilt from level 3 for a
- *    restart on another rank count, written under its temporary name), so tests can leave ranks and copies on different epochs;
+ *    rank count about to be removed; reshape_rebuilt: its n-th container rebuilt from level 3 for a
+ *    restart on another rank count, written under its temporary name; async = 1 (background.c):
+ *    drain_start = the background thread took the checkpoint's levels, nothing written yet,
+ *    drain_committed = every rank committed them, the application not yet told; the level points fire
+ *    in the background thread then) of its n-th checkpoint, so tests can leave ranks and copies on
+ *    different epochs;
  *  - CRPM_TEST_L3_VERIFY=1 checks the parity against a full re-encode after
  *    every level-3 checkpoint;
  *  - CRPM_BENCH_BASELINE=<name>[,...] selects the benchmarks' baselines:
@@ -36,6 +39,9 @@ int crpm_testhook_env(const char *var);
  * before deciding, so that tests reach the checks made where data is used
  * (a level-3 survivor's units). */
 int crpm_testhook_skip_data_check(void);
+/* CRPM_TEST_DRAIN_DELAY_MS=<ms>: the background thread sleeps that long
+ * before each drain, so tests find a drain in flight (background.c). */
+int crpm_testhook_drain_delay_ms(void);
 /* CRPM_TEST_PAUSE=<point>:<dir> holds every rank that reaches `point`
  * (init_lock: the job directory made, its lock not yet taken;
  * finalize_marker: the finished-run marker written, nothing removed;
@@ -46,7 +52,8 @@ int crpm_testhook_skip_data_check(void);
 void crpm_testhook_pause(const char *point, int rank);
 /* Kill points outside the levels: reshape_removing (the files of an older
  * rank count about to be removed after this job's checkpoint committed),
- * reshape_rebuilt (a container rebuilt from level 3, not yet renamed). */
+ * reshape_rebuilt (a container rebuilt from level 3, not yet renamed), drain_start and
+ * drain_committed (background.c). */
 void crpm_testhook_point(crpm_ctx *ctx, const char *point);
 #else
 static inline int crpm_testhook_parse(crpm_ctx *ctx) { (void)ctx; return 0; }
@@ -63,6 +70,7 @@ static inline void crpm_testhook_level(crpm_ctx *ctx, int level, void (**hook)(v
 #define crpm_testhook_env(var) 0
 static inline void crpm_testhook_pause(const char *point, int rank) { (void)point; (void)rank; }
 static inline int crpm_testhook_skip_data_check(void) { return 0; }
+static inline int crpm_testhook_drain_delay_ms(void) { return 0; }
 static inline void crpm_testhook_point(crpm_ctx *ctx, const char *point) { (void)ctx; (void)point; }
 #endif
 

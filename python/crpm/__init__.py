@@ -172,6 +172,21 @@ def checkpoint(id, level=L1):  # noqa: F821 (L1 comes from _consts)
     check(_C.crpm_checkpoint(_int32(id, "id"), _int32(level, "level")), "crpm_checkpoint")
 
 
+def wait():
+    """Collective: waits until the levels running in the background
+    (async = 1) committed; raises their failure, the same on every rank."""
+    check(_C.crpm_wait(), "crpm_wait")
+
+
+def test():
+    """Local, non-blocking: True when no level runs in the background; raises
+    a finished background level's failure (the next checkpoint, wait or
+    finalize raises it too)."""
+    done = _lib.ctypes.c_int(1)
+    check(_C.crpm_test(_lib.ctypes.byref(done)), "crpm_test")
+    return bool(done.value)
+
+
 def snapshot():
     """Collective, once per iteration: SNAP_NONE, SNAP_RECOVERED (the arrays
     were restored), SNAP_CHECKPOINTED, or SNAP_EXIT (the job was asked to

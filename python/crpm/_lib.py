@@ -67,6 +67,8 @@ _SIGNATURES = {
     "crpm_snapshot": (ctypes.c_int, []),
     "crpm_should_exit": (ctypes.c_int, []),
     "crpm_finalize": (ctypes.c_int, []),
+    "crpm_wait": (ctypes.c_int, []),
+    "crpm_test": (ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),
     "crpm_get_stats": (ctypes.c_int, [ctypes.POINTER(StatsT), ctypes.POINTER(StatsT)]),
     "crpm_strerror": (ctypes.c_char_p, [ctypes.c_int]),
     "crpm_last_error": (ctypes.c_char_p, []),

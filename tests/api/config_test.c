@@ -92,6 +92,14 @@ int main(int argc, char **argv)
     CHECK(fails_with("[basic]\nckpt_dir = /d\nmtbf_s = 10\n", "line 3: mtbf_s is used only with"));
     CHECK(fails_with("[basic]\nckpt_dir = /d\nmtbf_s = 0\n", "line 3: bad value '0' for mtbf_s"));
     CHECK(fails_with("[basic]\nckpt_dir = /d\nckpt_interval_s = Auto\n", "bad value 'Auto' for ckpt_interval_s"));
+    /* background levels (docs/async.md) */
+    CHECK(parse("[basic]\nckpt_dir=/d\n", &c) == 0 && c.async == 0 && c.async_skip == 0);
+    CHECK(parse("[basic]\nckpt_dir=/d\nasync = 1\nasync_backpressure = skip\n", &c) == 0 && c.async == 1 &&
+          c.async_skip == 1);
+    CHECK(parse("[basic]\nckpt_dir=/d\nasync_backpressure = wait\n", &c) == 0 && c.async_skip == 0);
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nasync = yes\n", "bad value 'yes' for async: expected 0 or 1"));
+    CHECK(fails_with("[basic]\nckpt_dir = /d\nasync_backpressure = later\n",
+                     "bad value 'later' for async_backpressure: expected wait or skip"));
     /* ownership and fallback keys */
     CHECK(parse("[basic]\nckpt_dir=/d\n", &c) == 0 && c.lock_wait_s == 5 && c.on_unrecoverable_fresh == 0);
     CHECK(parse("[basic]\nckpt_dir=/d\n[advanced]\nlock_wait_s = 7.5\non_unrecoverable = fresh\n", &c) == 0);

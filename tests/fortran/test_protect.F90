@@ -385,6 +385,7 @@ program test_protect
   implicit none
   character(len=:), allocatable :: mode, cfg
   integer :: ierr, nbad, total_bad, st, nprocs, l
+  logical :: done
   type(crpm_stats_t) :: last, total
 
   call MPI_Init(ierr)
@@ -414,6 +415,12 @@ program test_protect
      call require(ierr == CRPM_SUCCESS, 'crpm_checkpoint_team', ierr)
      call crpm_team_end(ierr)
      call require(ierr == CRPM_SUCCESS, 'crpm_team_end', ierr)
+     ! nothing runs in the background (level 1, async = 0)
+     done = .false.
+     call crpm_test(done, ierr)
+     call require(ierr == CRPM_SUCCESS .and. done, 'crpm_test', ierr)
+     call crpm_wait(ierr)
+     call require(ierr == CRPM_SUCCESS, 'crpm_wait', ierr)
      call crpm_get_stats(last, total, ierr)
      call require(ierr == CRPM_SUCCESS, 'crpm_get_stats', ierr)
      call require(total%checkpoints == 1, 'one checkpoint counted', int(total%checkpoints))

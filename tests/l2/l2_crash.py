@@ -48,7 +48,11 @@ set with probability 1/2, otherwise the same set again with probability 1/2
 (more than M nodes of a group lost before their rebuild is a loss beyond the
 code).  The reference must report level-3 checkpoints and at least one
 relaunch must print "rebuilt from level-3 parity".  --env K=V goes into the
-environment of every launch (CRPM_TEST_L3_VERIFY=1).
+environment of every launch (CRPM_TEST_L3_VERIFY=1).  --hooks replaces the
+cycle of kill points (tests/async: drain_start, drain_committed and the level's
+points, which fire in the background thread with async = 1; at least one
+trial's kill point must be reached); "{dir}" in a
+--basic value is the run's directory (glbl_dir = {dir}/global).
 """
 import argparse
 import os
@@ -81,6 +85,10 @@ def parse():
                     help="timer kills at A..B %% of the failure-free run's time")
     ap.add_argument("--hook-max", type=int, default=8, help="CRPM_TEST_KILL at checkpoint 2..N")
     ap.add_argument("--hook-start", type=int, default=0, help="trial t uses kill point t + N of the cycle")
+    ap.add_argument("--expect", help="a regex some line of the failure-free run must match (async: the "
+                    "levels committed in the background)")
+    ap.add_argument("--hooks", help="the cycle of kill points, comma-separated ('none': a timer kill), instead "
+                    "of the level's (async: drain_start,l2_sent,...)")
     ap.add_argument("--result", required=True)
     ap.add_argument("--progress")
     ap.add_argument("--crpm-args", default="--crpm {cfg}")
@@ -105,6 +113,8 @@ def parse():
     a.basic = dict(kv.split("=", 1) for kv in a.basic)
     a.advanced = dict(kv.split("=", 1) for kv in a.advanced)
     a.env = dict(kv.split("=", 1) for kv in a.env)
+    if a.hooks:
+        HOOKS[a.level] = tuple(None if h == "none" else h for h in a.hooks.split(","))
     L.configure(a.np, a.node_size)
     if a.level == 3:
         if L.NNODES % a.group_size or not 1 <= a.parity <= a.group_size // 2:
@@ -123,7 +133,9 @@ class Ctx:
         return crpmtest.mpiexec(L.NP) + self.a.prog + extra
 
     def config(self, d, job):
-        return L.write_config(os.path.join(d, "crpm.ini"), d, job, self.a.basic, self.a.advanced)
+        # "{dir}" in a value: the run's own directory (glbl_dir = {dir}/global)
+        basic = {k: str(v).replace("{dir}", d) for k, v in self.a.basic.items()}
+        return L.write_config(os.path.join(d, "crpm.ini"), d, job, basic, self.a.advanced)
 
     def results(self, text):
         return [x for x in complete_lines(text) if self.a.result_re.search(x)]
@@ -144,6 +156,8 @@ def reference(c):
     check(c.a.level in lv, "the failure-free run reported no level-%d checkpoint (levels %s)\n%s" % (
         c.a.level, sorted(set(lv)), tail(ref.out)))
     check(L.recovered_id(ref.out) is None, "the failure-free run recovered something")
+    check(not c.a.expect or re.search(c.a.expect, ref.out, re.M),
+          "no line of the failure-free run matches --expect %r\n%s" % (c.a.expect, tail(ref.out)))
     crpmtest.clean_workdir(d)
     return res, set(complete_lines(ref.out)), ref.elapsed, len(lv)
 
@@ -298,11 +312,12 @@ def main():
         print("reference: FAILED: %s\n0 passed, %d failed" % (e, a.trials))
         return 1
     print("reference: %.1f s, %d checkpoints, result: %s" % (ref_time, n_ckpt, " / ".join(ref_res)), flush=True)
-    passed = failed = restarts = 0
+    passed = failed = restarts = fired = 0
     for t in range(a.trials):
         t0 = time.time()
         why, events, n = run_trial(c, t, ref_res, ref_lines, ref_time, n_ckpt)
         restarts += n
+        fired += any(e.startswith("hook ") and not e.endswith("exit 0") for e in events)
         if why:
             failed += 1
             print("trial %d: FAILED (%s): %s\n  logs in %s" % (t, ", ".join(events), why,
@@ -315,6 +330,9 @@ def main():
     if failed == 0 and restarts == 0:
         print("FAILED: no relaunch after a node loss recovered anything; the kills came too early to test level %d"
               % a.level)
+        failed += 1
+    if failed == 0 and a.hooks and any(HOOKS[a.level]) and not fired:
+        print("FAILED: no kill point of --hooks %s was reached" % a.hooks)
         failed += 1
     crpmtest.clean_workdir(c.workdir, keep=failed > 0 or a.keep)
     print("%d passed, %d failed" % (passed, failed))

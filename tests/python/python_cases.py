@@ -16,6 +16,9 @@ through PYTHONPATH as CTest sets it):
   global_heap global_heap_app.py's phases: a global dataset written on 2
               ranks and recovered on 3 (STATUS_RESHAPED), heap arrays in roots
               recovered in place and after a relaunch
+  async       async = 1: test() False after a level-2 checkpoint, True
+              after wait(); arrays written at once never reach the copy
+              (a node lost, level 2 restores the checkpointed values)
   install     cmake --install into a scratch prefix: the package lands in
               the prefix's site-packages and loads the prefix's libcrpm
   pip         pip install of a copy of python/ into a virtual environment
@@ -106,6 +109,53 @@ def scenario_same_as_c(c):
           "Python and C differ:\n%s\n--- C:\n%s" % (tail(rp.out), tail(rc_.out)))
 
 
+ASYNC = """
+import sys
+from mpi4py import MPI
+import numpy as np
+import crpm
+r = MPI.COMM_WORLD.rank
+a = np.arange(50000.0) + r
+with crpm.init(sys.argv[1]):
+    crpm.protect(1, a)
+    if sys.argv[2] == "write":
+        crpm.checkpoint(1, crpm.L2)
+        busy = crpm.test()
+        a[:] = -1.0  # at once: the background reads the committed copy
+        crpm.wait()
+        print("rank %d test %s %s" % (r, busy, crpm.test()), flush=True)
+    else:
+        crpm.recover()
+        print("rank %d recovered %s status %d" % (r, bool((a == np.arange(50000.0) + r).all()), crpm.status()),
+              flush=True)
+"""
+
+
+def scenario_async(c):
+    """async = 1 (mpi4py initialises MPI_THREAD_MULTIPLE): test() after a
+    level-2 checkpoint is False (the drain held by CRPM_TEST_DRAIN_DELAY_MS),
+    True after wait(); the arrays written at once are not what the copy holds:
+    node 1 lost, the relaunch recovers the checkpointed values from level 2."""
+    crpmtest.require_test_hooks("holding a drain in flight (CRPM_TEST_DRAIN_DELAY_MS)")
+    d = c.dir("async")
+    cfg = os.path.join(d, "run.ini")
+    with open(cfg, "w") as f:
+        f.write("[basic]\nckpt_dir = %s/node%%n\njob_name = pyasync\nnode_size = 1\nasync = 1\n"
+                "keep_last_ckpt = 1\nverbosity = 1\n" % d)
+    script = os.path.join(d, "async_app.py")
+    with open(script, "w") as f:
+        f.write(ASYNC)
+    r = c.mpi(d, [c.py, script, cfg, "write"], {"CRPM_TEST_DRAIN_DELAY_MS": "300"})
+    for k in range(NP):
+        check(r.rc == 0 and "rank %d test False True" % k in r.out, "rank %d: test() not False, then True after "
+              "wait() (rc %s)\n%s" % (k, r.rc, tail(r.out)))
+    shutil.rmtree(os.path.join(d, "node1"))
+    r = c.mpi(d, [c.py, script, cfg, "verify"])
+    for k in range(NP):
+        check(r.rc == 0 and "rank %d recovered True status 2" % k in r.out, "rank %d: not checkpoint 1's values "
+              "from level 2 (rc %s)\n%s" % (k, r.rc, tail(r.out)))
+
+
 def scenario_stop(c):
     d = c.dir("stop")
     cfg = c.ini(d, ckpt_interval=25)
@@ -190,7 +240,8 @@ def scenario_pip(c):
     check(r.rc == 0 and "smoke: " + lib in r.out, "the pip-installed package failed (rc %s)\n%s" % (r.rc, tail(r.out)))
 
 
-SCENARIOS = [scenario_api, scenario_same_as_c, scenario_stop, scenario_global_heap, scenario_install, scenario_pip]
+SCENARIOS = [scenario_api, scenario_same_as_c, scenario_async, scenario_stop, scenario_global_heap, scenario_install,
+             scenario_pip]
 
 
 def main():

@@ -33,7 +33,7 @@ import time
 #: the benchmarks' baselines.
 TEST_HOOK_VARS = ("CRPM_TEST_KILL", "CRPM_TEST_PAUSE", "CRPM_TEST_SKIP_DATA_CHECK", "CRPM_TEST_L3_VERIFY",
                   "CRPM_TEST_DEVICE",
-                  "CRPM_BENCH_BASELINE")
+                  "CRPM_BENCH_BASELINE", "CRPM_TEST_DRAIN_DELAY_MS")
 
 #: Variables a launch must not inherit from the driver's environment unless
 #: the driver sets them: the test hooks, and the checkpoint location and job
