@@ -302,12 +302,14 @@ CRPM_API size_t crpm_heap_used(void);
 /* ---- threads (docs/threads.md) ----------------------------------------------
  * Thread safety.  The library keeps one state per process (rank).
  * - Collective calls (crpm_init*, crpm_recover, crpm_recover_var,
- *   crpm_checkpoint, crpm_snapshot, crpm_should_exit, crpm_finalize) are
+ *   crpm_checkpoint, crpm_snapshot, crpm_should_exit, crpm_wait,
+ *   crpm_finalize) are
  *   made by one thread of the rank at a time, while the others compute or
  *   wait (OpenMP `master` or `single` followed by a barrier).  A second
  *   thread calling any function of the library meanwhile gets
  *   CRPM_ERR_STATE (its call does nothing; the first one is unharmed).
- * - Local calls (crpm_protect, crpm_set_name, crpm_status, crpm_stored_size,
+ * - Local calls (crpm_protect, crpm_protect_device, crpm_test, crpm_set_name,
+ *   crpm_status, crpm_stored_size,
  *   crpm_get_stats, crpm_define_global, crpm_add_subset,
  *   crpm_protect_replicated, crpm_global_dims) may be made from several
  *   threads at once (they take turns): e.g. each thread protects its own
@@ -321,7 +323,8 @@ CRPM_API size_t crpm_heap_used(void);
  *   it needs MPI_THREAD_FUNNELED when it is the thread that initialised MPI
  *   (OpenMP `master`), MPI_THREAD_SERIALIZED otherwise (`single`, or a team
  *   call led by another thread, below).  The library's own workers
- *   ([advanced] threads) never call MPI.
+ *   ([advanced] threads) never call MPI; its background thread (async = 1)
+ *   does, on a communicator of its own, and needs MPI_THREAD_MULTIPLE.
  *
  * Team calls: restart points that every thread of a team reaches.  Each
  * thread of the team calls crpm_checkpoint_team (or crpm_recover_team) at
