@@ -15,9 +15,11 @@ rotated:
         does ([advanced] method = full)
 
 and a kill after the second checkpoint plus relaunch measures recovery.
-Every variant at one N must print the same results; LULESH's must also be
-the same at every N (its parallel loops write disjoint elements), HPCCG's
-depend on N (its dot products add per-thread partial sums).
+Every variant at one N must print the same results, and the same as the
+serial build (run once, untimed) at N = 1; LULESH's must be the serial
+build's at every N (its parallel loops write disjoint elements), HPCCG's
+depend on N (its dot products add per-thread partial sums).  The
+application must report N OpenMP threads and the library N workers.
 
 Thread counts above the cores this process may use are skipped unless
 --force.  The ranks are launched with --bind-to none so that their threads
@@ -59,6 +61,7 @@ LABEL = {"none": "none", "crpm": "libcrpm", "fti": "FTI API", "full": "full"}
 
 
 WORKERS_RE = re.compile(r"^\[crpm\] (\d+) workers? per rank")
+APP_THREADS_RE = re.compile(r"^(?:HPCCG: (\d+) OpenMP thread|Num threads: (\d+))")
 
 
 class RecordingLaunch(apps.Launch):
@@ -78,6 +81,7 @@ class OmpBench(apps.Bench):
     """run.py's launcher with the -omp executables and N threads."""
 
     threads = 1
+    serial = False  # run the serial build (apps/<app>/<app>) instead
 
     def env(self):
         env = super().env()
@@ -87,6 +91,13 @@ class OmpBench(apps.Bench):
 
     def run_once(self, app, params, variant):
         r = super().run_once(app, params, variant)
+        if self.serial:
+            return r
+        t = [int(m.group(1) or m.group(2)) for m in map(APP_THREADS_RE.search, RecordingLaunch.last.lines) if m]
+        r["app_threads"] = t[-1] if t else None
+        if r["app_threads"] != self.threads:
+            raise RuntimeError(f"{app}/{variant}: the application ran {r['app_threads']} OpenMP thread(s), "
+                               f"not {self.threads}")
         # The library's own count of its workers (verbosity 2): the thread
         # setting must reach it through either API.
         w = [int(m.group(1)) for m in map(WORKERS_RE.search, RecordingLaunch.last.lines) if m]
@@ -97,6 +108,8 @@ class OmpBench(apps.Bench):
         return r
 
     def command(self, app, params, variant, cfg):
+        if self.serial:
+            return super().command(app, params, variant, cfg)
         saved = apps.APPS
         apps.APPS = OMP_APPS
         try:
@@ -187,20 +200,18 @@ def table(rows):
     return "\n".join(lines)
 
 
-def check_results(runs):
-    """Same result lines for every variant at one thread count, and for a
-    thread-invariant app at every thread count."""
-    per_app = {}
+def check_results(runs, serial):
+    """Same result lines for every variant at one thread count; the serial
+    build's at one thread, and at every thread count for a thread-invariant
+    app."""
     for (app, n), rr in runs.items():
         ref = rr[0]["result_lines"]
         for r in rr:
             if r["result_lines"] != ref:
                 raise RuntimeError(f"{app}, {n} thread(s): {r['variant']} printed {r['result_lines']}, "
                                    f"{rr[0]['variant']} printed {ref}")
-        if OMP_APPS[app]["thread_invariant"]:
-            first = per_app.setdefault(app, (n, ref))
-            if first[1] != ref:
-                raise RuntimeError(f"{app}: {n} thread(s) printed {ref}, {first[0]} thread(s) {first[1]}")
+        if app in serial and (n == 1 or OMP_APPS[app]["thread_invariant"]) and ref != serial[app]:
+            raise RuntimeError(f"{app}, {n} thread(s): printed {ref}, the serial build {serial[app]}")
 
 
 def parse_threads(s):
@@ -278,7 +289,14 @@ def main():
     bench = OmpBench(a)
     runs, recs = {}, {}
     t0 = time.time()
+    serial = {}
     try:
+        # The serial build's results, the reference (it is not timed).
+        bench.serial = True
+        for app in params:
+            if os.access(os.path.join(a.build_dir, apps.APPS[app]["target"]), os.X_OK):
+                serial[app] = bench.run_once(app, params[app], "none")["result_lines"]
+        bench.serial = False
         for n in threads:
             bench.threads = n
             for rep in range(reps):
@@ -301,7 +319,7 @@ def main():
                             print(f"[{n} thread(s), recovery] {app:6s} {v:4s}: "
                                   + fmt(x["seconds"], "{:.4f} s") + f" for {x['protected'] / 2**20:.1f} MiB",
                                   flush=True)
-        check_results(runs)
+        check_results(runs, serial)
     finally:
         bench.cleanup()
     machine["loadavg_end"] = os.getloadavg()
@@ -314,7 +332,7 @@ def main():
             f"{machine.get('date')}, commit {machine.get('git_head', '?')}" + (f"; {a.note}" if a.note else ""))
     out = {"machine": machine, "mode": mode, "reps": reps, "recovery_reps": rec_reps, "ckpt_every": a.ckpt_every,
            "threads": threads, "skipped_threads": skipped, "command": " ".join(sys.argv), "note": a.note,
-           "params": params, "summary": rows,
+           "params": params, "serial_results": serial, "summary": rows,
            "runs": [{"app": k[0], "threads": k[1], **r} for k, rr in sorted(runs.items()) for r in rr],
            "recovery": [{"app": k[0], "threads": k[1], **r} for k, rr in sorted(recs.items()) for r in rr]}
     with open(os.path.join(a.out_dir, "apps_omp.json"), "w") as f:
