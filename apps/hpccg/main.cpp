@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "app_omp.hpp"
 #include "crpm_app.hpp"
 #include "problem.hpp"
 
@@ -121,6 +122,9 @@ int run(const Options &o) {
         o.nx, o.ny, o.nz, nranks, o.nx, o.ny, (long long)o.nz * nranks);
     say(rank, "HPCCG: %lld rows, %lld nonzeros, max_iter %d, tolerance 0\n",
         (long long)n * nranks, (long long)gnnz, o.max_iter);
+#ifdef _OPENMP
+    say(rank, "HPCCG: %d OpenMP thread(s) per rank\n", app_omp::threads());
+#endif
 
     std::vector<double> x(size_t(n), 0.0), r(size_t(n), 0.0), ap(size_t(n), 0.0);
     std::vector<double> pext(size_t(prob.ext_size()), 0.0);

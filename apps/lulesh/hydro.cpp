@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "app_omp.hpp"
 #include "lulesh.hpp"
 
 namespace lulesh {
@@ -185,6 +186,7 @@ const HourglassModes kModes;
 // Sums each node's element-corner forces in a fixed order (the node's corner
 // list), replacing or adding to its force: the same order on every layout.
 static void sumCornerForces(Domain &d, bool add) {
+    APP_OMP_FOR
     for (Index nd = 0; nd < d.numNode; ++nd) {
         Real sx = add ? d.fx[nd] : 0.0, sy = add ? d.fy[nd] : 0.0, sz = add ? d.fz[nd] : 0.0;
         for (Index c = d.nodeElemStart[nd]; c < d.nodeElemStart[nd + 1]; ++c) {
@@ -203,6 +205,7 @@ static void sumCornerForces(Domain &d, bool add) {
 // one-point volume for the sanity check.
 void integrateStress(Domain &d) {
     const Index ne = d.numElem;
+    APP_OMP_FOR
     for (Index el = 0; el < ne; ++el) {
         Real x[8], y[8], z[8], b[3][8];
         gatherCoords(d, el, x, y, z);
@@ -228,6 +231,7 @@ void integrateStress(Domain &d) {
 void hourglassControl(Domain &d) {
     const Index ne = d.numElem;
     const Real hgcoef = d.k.hgcoef;
+    APP_OMP_FOR
     for (Index el = 0; el < ne; ++el) {
         if (d.v[el] <= Real(0.0)) fatal(d, 2, "negative relative volume in hourglass control");
         if (hgcoef <= Real(0.0)) continue;
@@ -274,6 +278,7 @@ void hourglassControl(Domain &d) {
 }
 
 void calcForceForNodes(Domain &d) {
+    APP_OMP_FOR
     for (Index el = 0; el < d.numElem; ++el) d.sigma[el] = -d.p[el] - d.q[el];
     integrateStress(d);
     for (Index el = 0; el < d.numElem; ++el)
@@ -286,6 +291,7 @@ void calcForceForNodes(Domain &d) {
 void lagrangeNodal(Domain &d) {
     const Real dt = d.deltatime, ucut = d.k.u_cut;
     calcForceForNodes(d);
+    APP_OMP_FOR
     for (Index nd = 0; nd < d.numNode; ++nd) {
         d.xdd[nd] = d.fx[nd] / d.nodalMass[nd];
         d.ydd[nd] = d.fy[nd] / d.nodalMass[nd];
@@ -294,6 +300,7 @@ void lagrangeNodal(Domain &d) {
     for (Index nd : d.symmX) d.xdd[nd] = 0.0;
     for (Index nd : d.symmY) d.ydd[nd] = 0.0;
     for (Index nd : d.symmZ) d.zdd[nd] = 0.0;
+    APP_OMP_FOR
     for (Index nd = 0; nd < d.numNode; ++nd) {
         Real u = d.xd[nd] + d.xdd[nd] * dt;
         Real v = d.yd[nd] + d.ydd[nd] * dt;
@@ -302,6 +309,7 @@ void lagrangeNodal(Domain &d) {
         d.yd[nd] = std::fabs(v) < ucut ? Real(0.0) : v;
         d.zd[nd] = std::fabs(w) < ucut ? Real(0.0) : w;
     }
+    APP_OMP_FOR
     for (Index nd = 0; nd < d.numNode; ++nd) {
         d.x[nd] += d.xd[nd] * dt;
         d.y[nd] += d.yd[nd] * dt;
@@ -317,6 +325,7 @@ void lagrangeNodal(Domain &d) {
 // rate, the latter from the velocity gradient at the half-step geometry.
 void calcKinematics(Domain &d) {
     const Real dt2 = Real(0.5) * d.deltatime;
+    APP_OMP_FOR
     for (Index el = 0; el < d.numElem; ++el) {
         Real x[8], y[8], z[8], xd[8], yd[8], zd[8], b[3][8];
         gatherCoords(d, el, x, y, z);
@@ -350,6 +359,7 @@ void calcKinematics(Domain &d) {
 // directions, for the monotonic limiter.
 void monotonicQGradients(Domain &d) {
     const Real ptiny = 1.e-36;
+    APP_OMP_FOR
     for (Index el = 0; el < d.numElem; ++el) {
         Real x[8], y[8], z[8], u[8], v[8], w[8];
         gatherCoords(d, el, x, y, z);
@@ -435,7 +445,10 @@ inline Real limiter(const Domain &d, const std::vector<Real> &grad, int bc, int 
 // where the velocity field is smooth (phi close to 1).
 void monotonicQRegion(Domain &d, const std::vector<Index> &elems) {
     const Real qlc = d.k.qlc_monoq, qqc = d.k.qqc_monoq;
-    for (Index el : elems) {
+    const Index n = Index(elems.size());
+    APP_OMP_FOR
+    for (Index i = 0; i < n; ++i) {
+        const Index el = elems[std::size_t(i)];
         const int bc = d.elemBC[el];
         const Real phixi = limiter(d, d.delv_xi, bc, XI_M, XI_P, el, d.lxim[el], d.lxip[el]);
         const Real phieta = limiter(d, d.delv_eta, bc, ETA_M, ETA_P, el, d.letam[el], d.letap[el]);
@@ -477,10 +490,12 @@ void calcQ(Domain &d) {
 void pressure(const Domain &d, Index len, const Index *elems, const Real *e, const Real *comp,
               Real *pOut, Real *bvc, Real *pbvc) {
     const Real c1s = Real(2.0) / Real(3.0);
+    APP_OMP_FOR
     for (Index i = 0; i < len; ++i) {
         bvc[i] = c1s * (comp[i] + Real(1.));
         pbvc[i] = c1s;
     }
+    APP_OMP_FOR
     for (Index i = 0; i < len; ++i) {
         Real pn = bvc[i] * e[i];
         if (std::fabs(pn) < d.k.p_cut) pn = Real(0.0);
@@ -514,6 +529,7 @@ void evalEOSRegion(Domain &d, const std::vector<Index> &elems, int rep) {
 
     // Repeating the identical evaluation models costlier materials.
     for (int r = 0; r < rep; ++r) {
+        APP_OMP_FOR
         for (Index i = 0; i < len; ++i) {
             const Index j = el[i];
             e_old[i] = d.e[j];
@@ -523,6 +539,7 @@ void evalEOSRegion(Domain &d, const std::vector<Index> &elems, int rep) {
             qq_old[i] = d.qq[j];
             ql_old[i] = d.ql[j];
         }
+        APP_OMP_FOR
         for (Index i = 0; i < len; ++i) {
             const Real vn = d.vnew[el[i]];
             comp[i] = Real(1.) / vn - Real(1.);
@@ -530,9 +547,11 @@ void evalEOSRegion(Domain &d, const std::vector<Index> &elems, int rep) {
             compHalf[i] = Real(1.) / vchalf - Real(1.);
         }
         if (k.eosvmin != Real(0.))
+            APP_OMP_FOR
             for (Index i = 0; i < len; ++i)
                 if (d.vnew[el[i]] <= k.eosvmin) compHalf[i] = comp[i];
         if (k.eosvmax != Real(0.))
+            APP_OMP_FOR
             for (Index i = 0; i < len; ++i)
                 if (d.vnew[el[i]] >= k.eosvmax) {
                     p_old[i] = Real(0.);
@@ -541,11 +560,13 @@ void evalEOSRegion(Domain &d, const std::vector<Index> &elems, int rep) {
                 }
 
         // No external work in this problem (work = 0).
+        APP_OMP_FOR
         for (Index i = 0; i < len; ++i) {
             e_new[i] = e_old[i] - Real(0.5) * delvc[i] * (p_old[i] + q_old[i]);
             if (e_new[i] < k.emin) e_new[i] = k.emin;
         }
         pressure(d, len, el, e_new, compHalf, pHalf, bvc, pbvc);
+        APP_OMP_FOR
         for (Index i = 0; i < len; ++i) {
             const Real vhalf = Real(1.) / (Real(1.) + compHalf[i]);
             if (delvc[i] > Real(0.)) {
@@ -558,12 +579,14 @@ void evalEOSRegion(Domain &d, const std::vector<Index> &elems, int rep) {
                                       (Real(3.0) * (p_old[i] + q_old[i]) -
                                        Real(4.0) * (pHalf[i] + q_new[i]));
         }
+        APP_OMP_FOR
         for (Index i = 0; i < len; ++i) {
             if (std::fabs(e_new[i]) < k.e_cut) e_new[i] = Real(0.);
             if (e_new[i] < k.emin) e_new[i] = k.emin;
         }
         pressure(d, len, el, e_new, comp, p_new, bvc, pbvc);
         const Real sixth = Real(1.0) / Real(6.0);
+        APP_OMP_FOR
         for (Index i = 0; i < len; ++i) {
             Real q_tilde;
             if (delvc[i] > Real(0.)) {
@@ -580,6 +603,7 @@ void evalEOSRegion(Domain &d, const std::vector<Index> &elems, int rep) {
             if (e_new[i] < k.emin) e_new[i] = k.emin;
         }
         pressure(d, len, el, e_new, comp, p_new, bvc, pbvc);
+        APP_OMP_FOR
         for (Index i = 0; i < len; ++i) {
             if (delvc[i] <= Real(0.)) {
                 q_new[i] = qFromSound(
@@ -589,12 +613,14 @@ void evalEOSRegion(Domain &d, const std::vector<Index> &elems, int rep) {
             }
         }
     }
+    APP_OMP_FOR
     for (Index i = 0; i < len; ++i) {
         const Index j = el[i];
         d.p[j] = p_new[i];
         d.e[j] = e_new[i];
         d.q[j] = q_new[i];
     }
+    APP_OMP_FOR
     for (Index i = 0; i < len; ++i) {
         const Index j = el[i];
         const Real ss2 = soundSpeedSq(pbvc[i], e_new[i], d.vnew[j], bvc[i], p_new[i], rho0);
@@ -604,6 +630,7 @@ void evalEOSRegion(Domain &d, const std::vector<Index> &elems, int rep) {
 
 void applyMaterialProperties(Domain &d) {
     const Real vmin = d.k.eosvmin, vmax = d.k.eosvmax;
+    APP_OMP_FOR
     for (Index el = 0; el < d.numElem; ++el) {
         if (vmin != Real(0.) && d.vnew[el] < vmin) d.vnew[el] = vmin;
         if (vmax != Real(0.) && d.vnew[el] > vmax) d.vnew[el] = vmax;
@@ -622,6 +649,7 @@ void lagrangeElements(Domain &d) {
     calcKinematics(d);
     calcQ(d);
     applyMaterialProperties(d);
+    APP_OMP_FOR
     for (Index el = 0; el < d.numElem; ++el) {
         Real v = d.vnew[el];
         if (std::fabs(v - Real(1.0)) < d.k.v_cut) v = Real(1.0);
@@ -634,8 +662,11 @@ void lagrangeElements(Domain &d) {
 void timeConstraints(Domain &d) {
     const Real qqc2 = Real(64.0) * d.k.qqc * d.k.qqc;
     Real dtc = 1.0e20, dth = 1.0e20;
-    for (const auto &reg : d.regElems)
-        for (Index el : reg) {
+    for (const auto &reg : d.regElems) {
+        const Index n = Index(reg.size());
+        APP_OMP_FOR_MIN2(dtc, dth)
+        for (Index i = 0; i < n; ++i) {
+            const Index el = reg[std::size_t(i)];
             const Real vdov = d.vdov[el];
             if (vdov == Real(0.)) continue;
             Real dtf = d.ss[el] * d.ss[el];
@@ -645,6 +676,7 @@ void timeConstraints(Domain &d) {
             const Real dtdvov = d.k.dvovmax / (std::fabs(vdov) + Real(1.e-20));
             if (dtdvov < dth) dth = dtdvov;
         }
+    }
     d.dtcourant = dtc;
     d.dthydro = dth;
 }

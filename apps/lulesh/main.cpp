@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "app_omp.hpp"
 #include "crpm_app.hpp"
 #include "lulesh.hpp"
 
@@ -204,6 +205,9 @@ int main(int argc, char **argv) {
     if (talk) {
         std::printf("Running problem size %d^3 per domain until completion\n", o.size);
         std::printf("Num processors: %d\n", nranks);
+#ifdef _OPENMP
+        std::printf("Num threads: %d\n", app_omp::threads());
+#endif
         std::printf("Total number of elements: %lld\n\n",
                     (long long)nranks * o.size * o.size * o.size);
         std::fflush(stdout);
