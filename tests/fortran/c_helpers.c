@@ -12,6 +12,7 @@
 
 int crpm_test_c_constants(int32_t *vals, int n);
 int crpm_test_recorded(int id, int32_t *code, int64_t *size, int64_t *count, void **ptr);
+int crpm_test_recorded_mode(int id);
 
 /* The C values of every constant the Fortran module mirrors, in the order
  * test_protect.F90 lists them; returns how many there are. */
@@ -22,7 +23,8 @@ int crpm_test_c_constants(int32_t *vals, int n)
         CRPM_ERR_CONFIG, CRPM_ERR_CORRUPT, CRPM_ERR_VERSION, CRPM_ERR_FORMAT,
         CRPM_ERR_TRUNCATED, CRPM_ERR_GEOMETRY, CRPM_ERR_IDENTITY, CRPM_ERR_MISMATCH,
         CRPM_ERR_NOCKPT, CRPM_ERR_EPOCH, CRPM_ERR_MPI, CRPM_ERR_REMOTE, CRPM_ERR_MISSING,
-        CRPM_ERR_NRANKS, CRPM_ERR_HDF5, CRPM_ERR_NOTSUP, CRPM_ERR_RANGE,
+        CRPM_ERR_NRANKS, CRPM_ERR_HDF5, CRPM_ERR_NOTSUP, CRPM_ERR_RANGE, CRPM_ERR_BUSY, CRPM_ERR_DEVICE,
+        CRPM_DEVICE_DEFAULT, CRPM_DEVICE_DIFF, CRPM_DEVICE_FINGERPRINT, CRPM_DEVICE_FULL,
         CRPM_L1, CRPM_L2, CRPM_L3, CRPM_L4, CRPM_STATUS_FRESH, CRPM_STATUS_L1, CRPM_STATUS_L4, CRPM_STATUS_L2,
         CRPM_STATUS_L3, CRPM_STATUS_RESHAPED, CRPM_MAX_DIMS,
         CRPM_SNAP_NONE, CRPM_SNAP_RECOVERED, CRPM_SNAP_CHECKPOINTED, CRPM_SNAP_EXIT,
@@ -46,6 +48,7 @@ static struct record {
     crpm_type_t type;
     int64_t count;
     void *ptr;
+    int mode; /* crpm_protect_device's; -1: crpm_protect */
 } records[MAX_RECORDS];
 static int nrecords;
 
@@ -61,8 +64,33 @@ int crpm_protect(int id, void *ptr, int64_t count, crpm_type_t type)
         }
     }
     if (nrecords < MAX_RECORDS)
-        records[nrecords++] = (struct record){id, type, count, ptr};
+        records[nrecords++] = (struct record){id, type, count, ptr, -1};
     return real_protect(id, ptr, count, type);
+}
+
+int crpm_protect_device(int id, void *ptr, int64_t count, crpm_type_t type, int mode)
+{
+    static int (*real_protect)(int, void *, int64_t, crpm_type_t, int);
+    if (!real_protect) {
+        *(void **)&real_protect = dlsym(RTLD_NEXT, "crpm_protect_device");
+        if (!real_protect) {
+            fprintf(stderr, "test_protect: libcrpm's crpm_protect_device not found: %s\n", dlerror());
+            return CRPM_ERR_NOTSUP;
+        }
+    }
+    if (nrecords < MAX_RECORDS)
+        records[nrecords++] = (struct record){id, type, count, ptr, mode};
+    return real_protect(id, ptr, count, type, mode);
+}
+
+/* The mode of the latest call for `id`: crpm_protect_device's, -1 for
+ * crpm_protect, -2 if there was none. */
+int crpm_test_recorded_mode(int id)
+{
+    for (int i = nrecords - 1; i >= 0; i--)
+        if (records[i].id == id)
+            return records[i].mode;
+    return -2;
 }
 
 /* The latest call for `id`: 1 and its arguments, or 0 if there was none. */

@@ -107,6 +107,49 @@ contains
        nbad = nbad + 1
     end if
   end subroutine expect_noncontig
+  ! crpm_protect_device hands the C API the address, count, record size and
+  ! mode it was given; host memory is refused by the library (INVAL, or
+  ! DEVICE / NOTSUP without a GPU or CUDA), never protected.  Returns the number of problems.
+  integer function device_problems() result(bad)
+    interface
+       function c_mode(id) bind(C, name='crpm_test_recorded_mode') result(m)
+         import :: c_int
+         integer(c_int), value :: id
+         integer(c_int) :: m
+       end function c_mode
+    end interface
+    real(real64), target, save :: h(5)
+    integer(c_int32_t) :: code
+    integer(c_int64_t) :: elsize, count
+    type(c_ptr) :: addr
+    integer :: ierr
+    character(len=:), allocatable :: msg
+    bad = 0
+    call crpm_protect_device(55555, c_loc(h), 5_int64, 0, CRPM_DEVICE_FULL, ierr)
+    msg = crpm_last_error()
+    call check(ierr == CRPM_ERR_INVAL .and. index(msg, 'elem_bytes') > 0, 'elem_bytes 0 refused by the bindings', ierr)
+    call check(c_mode(55555) == -2, 'elem_bytes 0 never reaches the library', c_mode(55555))
+    call crpm_protect_device(55555, c_loc(h), 5_int64, 8, CRPM_DEVICE_FINGERPRINT, ierr)
+    msg = crpm_last_error()
+    call check((ierr == CRPM_ERR_INVAL .or. ierr == CRPM_ERR_NOTSUP .or. ierr == CRPM_ERR_DEVICE) &
+         .and. len(msg) > 0, &
+         'host memory refused as device memory, with a message', ierr)
+    call check(recorded(55555, code, elsize, count, addr), 'crpm_protect_device reached the C API', 0)
+    call check(elsize == 8 .and. count == 5 .and. code >= CRPM_TYPE_USER, &
+         'record size, count and a user type code', int(elsize))
+    call check(c_associated(addr, c_loc(h)), 'the address', 0)
+    call check(c_mode(55555) == CRPM_DEVICE_FINGERPRINT, 'the mode', c_mode(55555))
+  contains
+    subroutine check(ok, what, val)
+      logical, intent(in) :: ok
+      character(len=*), intent(in) :: what
+      integer, intent(in) :: val
+      if (ok) return
+      write (error_unit, '(a,i0,a,a,a,i0,a)') 'rank ', my_rank, ': crpm_protect_device: ', what, &
+           ' (value ', val, ')'
+      bad = bad + 1
+    end subroutine check
+  end function device_problems
 end module ptest_common
 
 module ptest_kinds
@@ -323,9 +366,9 @@ contains
        call check_ok(900, ierr)
        call check_record(900, CRPM_TYPE_USER, int(storage_size(parts) / 8, int64), &
             int(NPARTS, int64), c_loc(parts), nbad)
-       call crpm_protect_bytes(901, pair, ierr)
-       call check_ok(901, ierr)
-       call check_record(901, CRPM_TYPE_USER, int(c_sizeof(pair), int64), 1_int64, c_loc(pair), nbad)
+       call crpm_protect_bytes(7901, pair, ierr)
+       call check_ok(7901, ierr)
+       call check_record(7901, CRPM_TYPE_USER, int(c_sizeof(pair), int64), 1_int64, c_loc(pair), nbad)
        call protect_ok(902, grow)
        call check_record(902, CRPM_TC_INT64, 8_int64, int(grow_size, int64), c_loc(grow), nbad)
        ! A zero-sized array has no address to take; it is passed as NULL.
@@ -345,7 +388,7 @@ contains
        do i = 1, NPARTS
           if (.not. same_particle(parts(i), make_particle(v0 + i))) call bad(900)
        end do
-       if (pair%i /= v0 .or. pair%d /= real(v0, c_double) / 7) call bad(901)
+       if (pair%i /= v0 .or. pair%d /= real(v0, c_double) / 7) call bad(7901)
        block
          character(len=11) :: want
          write (want, '(a,i6)') 'rank', my_rank
@@ -406,6 +449,7 @@ program test_protect
      call start(CRPM_STATUS_FRESH)
      call run_all_kinds(MODE_WRITE, nbad)
      call run_derived(MODE_WRITE, NGROW, nbad)
+     nbad = nbad + device_problems()
      ! a team of one: the plain checkpoint through the team binding
      call crpm_team_begin(0, ierr)
      call require(ierr == CRPM_ERR_INVAL, 'crpm_team_begin(0) refused', ierr)
@@ -509,7 +553,7 @@ contains
          integer(c_int) :: count
        end function c_constants
     end interface
-    integer, parameter :: NC = 60
+    integer, parameter :: NC = 66
     integer(c_int32_t) :: cvals(NC + 1)
     integer :: fvals(NC), i, code
     real(real64), target :: x(10)
@@ -519,8 +563,9 @@ contains
          CRPM_ERR_CONFIG, CRPM_ERR_CORRUPT, CRPM_ERR_VERSION, CRPM_ERR_FORMAT, &
          CRPM_ERR_TRUNCATED, CRPM_ERR_GEOMETRY, CRPM_ERR_IDENTITY, CRPM_ERR_MISMATCH, &
          CRPM_ERR_NOCKPT, CRPM_ERR_EPOCH, CRPM_ERR_MPI, CRPM_ERR_REMOTE, CRPM_ERR_MISSING, &
-         CRPM_ERR_NRANKS, CRPM_ERR_HDF5, CRPM_ERR_NOTSUP, CRPM_ERR_RANGE, &
-         CRPM_L1, CRPM_L2, CRPM_L3, CRPM_L4, CRPM_STATUS_FRESH, CRPM_STATUS_L1, CRPM_STATUS_L4, &
+         CRPM_ERR_NRANKS, CRPM_ERR_HDF5, CRPM_ERR_NOTSUP, CRPM_ERR_RANGE, CRPM_ERR_BUSY, &
+         CRPM_ERR_DEVICE, CRPM_DEVICE_DEFAULT, CRPM_DEVICE_DIFF, CRPM_DEVICE_FINGERPRINT, &
+         CRPM_DEVICE_FULL, CRPM_L1, CRPM_L2, CRPM_L3, CRPM_L4, CRPM_STATUS_FRESH, CRPM_STATUS_L1, CRPM_STATUS_L4, &
          CRPM_STATUS_L2, CRPM_STATUS_L3, CRPM_STATUS_RESHAPED, CRPM_MAX_DIMS, &
          CRPM_SNAP_NONE, CRPM_SNAP_RECOVERED, CRPM_SNAP_CHECKPOINTED, CRPM_SNAP_EXIT, &
          int(CRPM_TC_CHAR), int(CRPM_TC_SHORT), int(CRPM_TC_INT), int(CRPM_TC_LONG), &
@@ -538,7 +583,7 @@ contains
            nbad = nbad + 1
         end if
      end do
-     do code = CRPM_ERR_RANGE, CRPM_SUCCESS
+     do code = CRPM_ERR_DEVICE, CRPM_SUCCESS
         call require(len_trim(crpm_strerror(code)) > 0, 'crpm_strerror text', code)
      end do
 
