@@ -21,6 +21,7 @@ typedef struct bg_job {
     int level;
     uint64_t seq;              /* the job epoch it drains (the level-4 files record it) */
     uint64_t cepoch;           /* the level-1 container's epoch it reads */
+    int node;                  /* the level has node-level followers (they join the commit: levels 2, 3) */
     double t_post;
     crpm_array *arrays;        /* the protected arrays' descriptors at the hand-off (ptr unused) */
     int narrays, nomem;
@@ -40,6 +41,9 @@ struct crpm_bg {
     int head, njobs;           /* njobs: handed off, not finished */
     int running;               /* the thread has taken jobs[head] */
     int released;              /* ... and reads nothing of level 1's container but that epoch's copies */
+    int node_done;             /* ... and its node-level followers are done (committed or failed) */
+    uint64_t node_epoch;       /* the newest epoch a node-level level committed (0: none) */
+    int node_open;             /* the job has node-level followers open */
     int quit;
     int fail_rc;               /* the first failed drain not yet reported: its agreed result ... */
     char fail_msg[1024];       /* ... its message ... */
@@ -55,6 +59,8 @@ struct crpm_bg {
 };
 
 static void bg_release(crpm_bg *b, int force);
+static void hold(crpm_bg *b);
+static void node_level_done(crpm_bg *b, const bg_job *j, int rc);
 
 /* ---- the drain (the thread) ---------------------------------------------------- */
 
@@ -221,9 +227,26 @@ static int run_followers(crpm_bg *b, const bg_job *j, const crpm_array *a, int n
             if (f->lv.ops && f->level == j->level && f->row->stage == stages[s] && f->lv.ops->committed)
                 f->lv.ops->committed(&f->lv, j->id);
         }
+        if (stages[s] == CRPM_STAGE_COMMIT && j->node)
+            node_level_done(b, j, rc);
     }
     b->fol_now = -1;
     return rc;
+}
+
+/* The node-level followers of the drain are done: level 1 of the next
+ * checkpoint may start (it takes away the epoch before this one, which a
+ * node loss needed while this level was not written: must_wait). */
+static void node_level_done(crpm_bg *b, const bg_job *j, int rc)
+{
+    pthread_mutex_lock(&b->mu);
+    b->node_done = 1;
+    if (rc == 0 && j->seq > b->node_epoch)
+        b->node_epoch = j->seq;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    b->delayed = 0; /* tests: held again, so that the next level 1 can commit beside the rest of the drain */
+    hold(b);
 }
 
 static int drain(crpm_bg *b, const bg_job *j)
@@ -258,10 +281,21 @@ static int drain(crpm_bg *b, const bg_job *j)
     return rc;
 }
 
+/* Tests: the drain is held (CRPM_TEST_DRAIN_DELAY_MS: a slow transfer) when
+ * it released the container (or at its end), and again once its node-level
+ * levels are done. */
+static void hold(crpm_bg *b)
+{
+    int ms = b->delayed ? 0 : crpm_testhook_drain_delay_ms();
+    b->delayed = 1;
+    if (ms) {
+        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* A drain done with what the next checkpoint's level 1 overwrites (the
- * level's follower says so through its env, or the drain ends: force):
- * that checkpoint may run.  The test hook's delay (a slow transfer) comes
- * after, once per drain. */
+ * level's follower says so through its env, or the drain ends: force). */
 static void bg_release(crpm_bg *b, int force)
 {
     if (!force && b->fol_now != b->fol_last)
@@ -272,12 +306,7 @@ static void bg_release(crpm_bg *b, int force)
         pthread_cond_broadcast(&b->cv);
     }
     pthread_mutex_unlock(&b->mu);
-    int ms = b->delayed ? 0 : crpm_testhook_drain_delay_ms();
-    b->delayed = 1;
-    if (ms) {
-        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-    }
+    hold(b);
 }
 
 static void release_cb(void *arg) { bg_release(arg, 0); }
@@ -309,12 +338,12 @@ static void *thread_main(void *arg)
             break;
         const bg_job *j = &b->jobs[b->head];
         b->running = 1;
-        b->released = 0;
+        b->released = b->node_done = 0;
         pthread_mutex_unlock(&b->mu);
         int rc = drain(b, j);
         pthread_mutex_lock(&b->mu);
         finish(b, j, rc);
-        b->running = b->released = 0;
+        b->running = b->released = b->node_done = 0;
         b->head ^= 1;
         b->njobs--;
         pthread_cond_broadcast(&b->cv);
@@ -429,6 +458,10 @@ int crpm_bg_start(crpm_ctx *ctx)
     }
     ctx->bg = b;
     attach_env(ctx, b, 1);
+    /* the restart brought the node-level levels up to the epoch it resumed */
+    for (int i = 0; i < ctx->nfol; i++)
+        b->node_open |= ctx->fol[i].lv.ops && ctx->fol[i].row->stage == CRPM_STAGE_COMMIT;
+    b->node_epoch = ctx->env.epoch;
     crpm_container *c = primary_container(ctx);
     if (c)
         crpm_container_set_remap_hook(c, before_remap, ctx);
@@ -462,6 +495,9 @@ void crpm_bg_post(crpm_ctx *ctx, int64_t id, int level)
     j->level = level;
     j->seq = ctx->env.epoch;
     j->cepoch = c ? crpm_container_epoch(c) : 0;
+    j->node = 0;
+    for (int i = 0; i < ctx->nfol; i++)
+        j->node |= ctx->fol[i].lv.ops && ctx->fol[i].level == level && ctx->fol[i].row->stage == CRPM_STAGE_COMMIT;
     j->t_post = crpm_now();
     /* the descriptors as they are now: protect may change addresses while
      * the drain runs (it waits for any other change) */
@@ -474,16 +510,30 @@ void crpm_bg_post(crpm_ctx *ctx, int64_t id, int level)
     pthread_mutex_unlock(&b->mu);
 }
 
-/* Under mu: level 1 of the next checkpoint must not run yet.  It writes the
- * copies that do not hold the last committed epoch, i.e. those of the one
- * before: every drain of an older epoch must have ended, and the drain of the
- * last one must have released the container (level.h). */
+/* Under mu: level 1 of the next checkpoint (last + 1) must not start yet.
+ * It writes the copies that do not hold the last committed epoch, i.e. those
+ * of the one before (from its first store on, the container no longer
+ * offers that one): every drain of an older epoch must have ended, and the
+ * drain of the last one must have released the container (level.h).  And a
+ * node loss must not find less than before: while the last checkpoint is not
+ * written at the node-level levels (2, 3: they restore a lost container at
+ * the epoch they hold, which the others' containers must still hold),
+ * level 1 waits for them (a drain of level 2 or 3: until it committed them;
+ * a drain of level 4 only: until it ends, when a node-level level holds the
+ * epoch before and level 4 does not yet hold a newer one). */
 static int must_wait(const crpm_bg *b, uint64_t last)
 {
     for (int k = 0; k < b->njobs; k++)
         if (b->jobs[(b->head + k) & 1].seq < last)
             return 1;
-    return b->njobs && !(b->running && b->released);
+    if (!b->njobs)
+        return 0;
+    const bg_job *j = &b->jobs[b->head];
+    if (!b->running || !b->released)
+        return 1;
+    if (j->node)
+        return !b->node_done;
+    return b->node_open && b->node_epoch && b->node_epoch + 1 == last;
 }
 
 int64_t crpm_bg_before_l1(crpm_ctx *ctx, double *waited)
