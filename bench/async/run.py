@@ -26,7 +26,9 @@ Mind the machine: on 2 cores 8 ranks already oversubscribe the CPUs, so the
 background thread has no spare core and competes with the ranks; the
 figures then measure that competition, not the overlap a spare core gives.
 
-  run.py --build-dir BUILD [--reps N] [--quick] [--slow-dir DIR] [--out bench/results]
+  run.py --build-dir BUILD [--reps N] [--quick] [--slow-dir DIR|""] [--out bench/results]
+
+(--slow-dir "": glbl_dir on /dev/shm only.)
 
 Results: <out>/async.json (every raw run, the summary, the machine) and
 async.md.
@@ -194,7 +196,7 @@ def main():
     a = ap.parse_args()
     size = "quick" if a.quick else "full"
     work = os.path.join("/dev/shm", "crpm-async-bench-%d" % os.getpid())
-    glbls = ["/dev/shm", a.slow_dir]
+    glbls = ["/dev/shm"] + ([a.slow_dir] if a.slow_dir else [])
     runs = []
     t0 = time.time()
     for rep in range(a.reps):
