@@ -628,20 +628,20 @@ int crpm_checkpoint(int id, int level)
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: call crpm_init first"), fn);
     double t0 = crpm_now(), t_commit = 0, waited = 0;
-    /* The drain before this checkpoint ends first (backpressure): the copy
-     * it reads is the one this checkpoint's successor would overwrite, and
-     * the container and the followers are its until then.  Its failure is
-     * this call's error on every rank (it was agreed). */
-    int rc = crpm_bg_collect(ctx, &waited);
-    if (rc != 0)
-        return report(rc, fn);
+    /* Level 1 runs while the last checkpoint's levels drain, not while an
+     * older one's do: it overwrites that one's copies (background.h). */
+    int64_t in_way = crpm_bg_before_l1(ctx, &waited);
     if (waited > 1e-4 && ctx->cfg.verbosity >= 2 && ctx->rank == 0) {
         char t[32];
         crpm_fmt_secs(t, sizeof t, waited);
-        printf("[crpm] checkpoint %d waited %s for the background levels of checkpoint %llu\n", id, t,
-               (unsigned long long)ctx->last_id);
+        printf("[crpm] checkpoint %d waited %s for the background levels of checkpoint %lld\n", id, t,
+               (long long)in_way);
         fflush(stdout);
     }
+    /* a drain's failure is this call's error on every rank (agreed) */
+    int rc = crpm_bg_report(ctx);
+    if (rc != 0)
+        return report(rc, fn);
     rc = ctx->broken ? crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: an earlier failed checkpoint left the "
                                   "container in an unknown state; restart the application")
                      : crpm_coord_ready(ctx, id, level);

@@ -11,6 +11,10 @@ ranks as 4 simulated nodes (node_size = 2, ckpt_dir = <dir>/node%n on
   l1     every checkpoint at level 1 only (the reference for the blocking time)
   sync   levels 2 and 4 as above, async = 0 (MPI_Init: MPI_THREAD_SINGLE)
   async  the same with async = 1 (OMPI_MPI_THREAD_LEVEL=3: MPI_THREAD_MULTIPLE)
+  sync4, async4  level 1 at every checkpoint and level 4 at every 4th, no
+         level 2: with async the next checkpoint's level 1 runs beside the
+         level-4 drain (with level 2 holding the epoch before it may not:
+         docs/async.md, "Crash consistency")
 
 each with glbl_dir (level 4) on /dev/shm and on a local disk directory
 (--slow-dir, default /var/tmp: the virtual disk of this machine; level 4
@@ -26,7 +30,9 @@ Mind the machine: on 2 cores 8 ranks already oversubscribe the CPUs, so the
 background thread has no spare core and competes with the ranks; the
 figures then measure that competition, not the overlap a spare core gives.
 
-  run.py --build-dir BUILD [--reps N] [--quick] [--slow-dir DIR] [--out bench/results]
+  run.py --build-dir BUILD [--reps N] [--quick] [--slow-dir DIR|""] [--out bench/results]
+
+(--slow-dir "": glbl_dir on /dev/shm only.)
 
 Results: <out>/async.json (every raw run, the summary, the machine) and
 async.md.
@@ -52,7 +58,7 @@ A = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(A)
 
 NP, NODE_SIZE, EVERY, L4_EVERY = 8, 2, 5, 4
-VARIANTS = ("none", "l1", "sync", "async")
+VARIANTS = ("none", "l1", "sync", "async", "sync4", "async4")
 SIZES = {
     "hpccg": {"full": {"np": NP, "nx": 48, "ny": 48, "nz": 32, "iters": 60},
               "quick": {"np": NP, "nx": 16, "ny": 16, "nz": 8, "iters": 20}},
@@ -80,11 +86,12 @@ def run_once(a, app, params, variant, glbl, work):
         cfg = os.path.join(work, "crpm.ini")
         with open(cfg, "w") as f:
             f.write("[basic]\nckpt_dir = %s/node%%n\nglbl_dir = %s\njob_name = %s\nnode_size = %d\nverbosity = 2\n"
-                    "async = %d\n" % (work, g, app, NODE_SIZE, variant == "async"))
-        cmd += ["--crpm", cfg, "--ckpt-every", str(EVERY), "--ckpt-level", "1" if variant == "l1" else "2"]
-        if variant in ("sync", "async"):
+                    "async = %d\n" % (work, g, app, NODE_SIZE, variant.startswith("async")))
+        level = "2" if variant in ("sync", "async") else "1"
+        cmd += ["--crpm", cfg, "--ckpt-every", str(EVERY), "--ckpt-level", level]
+        if variant != "l1":
             cmd += ["--ckpt-l4-every", str(L4_EVERY)]
-        if variant == "async":
+        if variant.startswith("async"):
             env["OMPI_MPI_THREAD_LEVEL"] = "3"
     t0 = time.time()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=a.timeout)
@@ -131,6 +138,11 @@ def summarize(runs, app, glbl):
         s["async_loop_over_sync"] = rows["async"]["loop_s"] / rows["sync"]["loop_s"]
     except (KeyError, TypeError, ZeroDivisionError):
         pass
+    try:
+        s["async4_block_over_l1"] = rows["async4"]["block_per_ckpt_s"] / rows["l1"]["block_per_ckpt_s"]
+        s["sync4_block_over_l1"] = rows["sync4"]["block_per_ckpt_s"] / rows["l1"]["block_per_ckpt_s"]
+    except (KeyError, TypeError, ZeroDivisionError):
+        pass
     return s
 
 
@@ -150,13 +162,14 @@ def table(summaries):
                 s["app"], s["glbl"], v, fmt(r["loop_s"]),
                 "-" if r["overhead"] is None else "%+.1f%%" % (100 * r["overhead"]),
                 "-" if r["block_per_ckpt_s"] is None else "%.2f ms" % (1e3 * r["block_per_ckpt_s"]),
-                "-" if v != "async" else "%s (%s)" % (fmt(r["waits"], "{:.0f}"), fmt(r["waited_s"]))))
-    out += ["", "| app | glbl_dir | sync blocking / L1 | async blocking / L1 (target <= 1.2) | async loop / sync loop |",
-            "|---|---|---:|---:|---:|"]
+                "-" if not v.startswith("async") else "%s (%s)" % (fmt(r["waits"], "{:.0f}"), fmt(r["waited_s"]))))
+    out += ["", "| app | glbl_dir | sync blocking / L1 | async blocking / L1 (target <= 1.2) | async loop / sync loop "
+            "| sync4 / L1 | async4 / L1 |", "|---|---|---:|---:|---:|---:|---:|"]
     for s in summaries:
-        out.append("| %s | %s | %s | %s | %s |" % (s["app"], s["glbl"], fmt(s.get("sync_block_over_l1"), "{:.2f}"),
-                                                  fmt(s.get("async_block_over_l1"), "{:.2f}"),
-                                                  fmt(s.get("async_loop_over_sync"), "{:.2f}")))
+        out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            s["app"], s["glbl"], fmt(s.get("sync_block_over_l1"), "{:.2f}"), fmt(s.get("async_block_over_l1"), "{:.2f}"),
+            fmt(s.get("async_loop_over_sync"), "{:.2f}"), fmt(s.get("sync4_block_over_l1"), "{:.2f}"),
+            fmt(s.get("async4_block_over_l1"), "{:.2f}")))
     return "\n".join(out)
 
 
@@ -194,7 +207,7 @@ def main():
     a = ap.parse_args()
     size = "quick" if a.quick else "full"
     work = os.path.join("/dev/shm", "crpm-async-bench-%d" % os.getpid())
-    glbls = ["/dev/shm", a.slow_dir]
+    glbls = ["/dev/shm"] + ([a.slow_dir] if a.slow_dir else [])
     runs = []
     t0 = time.time()
     for rep in range(a.reps):

@@ -480,6 +480,12 @@ void crpm_container_set_hook(crpm_container *c, crpm_hook_fn fn, void *arg)
     c->hook_arg = arg;
 }
 
+void crpm_container_set_remap_hook(crpm_container *c, void (*fn)(void *arg), void *arg)
+{
+    c->before_remap = fn;
+    c->remap_arg = arg;
+}
+
 int crpm_container_rollback(crpm_container *c)
 {
     if (c->read_only)

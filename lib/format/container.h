@@ -83,6 +83,17 @@ int crpm_container_read_region(const crpm_container *c, int idx, void *dst);
  * with short sleeps, then CRPM_ERR_IO "kept changing").  The container then
  * describes that view and read_region copies from memory. */
 int crpm_container_snapshot(crpm_container *c);
+/* A reader of an older committed epoch (the asynchronous levels' drain,
+ * mpi/background.h): *view describes epoch `epoch` of c from its slot
+ * (epoch % 2) and reads its regions like c's committed ones.  Valid while
+ * the copies and slot of that epoch stand, i.e. until checkpoint epoch+2
+ * starts, and while c's mapping does not move (see before_remap).  Only
+ * read ops and crpm_container_view_free on it. */
+int crpm_container_epoch_view(crpm_container *c, uint64_t epoch, crpm_container **view);
+void crpm_container_view_free(crpm_container *view);
+/* Called before the file's mapping moves (the pool grows): a reader of an
+ * epoch view on another thread must be done first.  NULL: none. */
+void crpm_container_set_remap_hook(crpm_container *c, void (*fn)(void *arg), void *arg);
 
 /* Prints superblock, geometry, epochs, regions and checksum verdicts of a
  * container file; returns CRPM_SUCCESS or the code of the first failed check.
@@ -204,6 +215,8 @@ struct crpm_container {
                                 was opened by the format layer alone (tools) */
     crpm_hook_fn hook;
     void *hook_arg;
+    void (*before_remap)(void *arg); /* crpm_container_set_remap_hook */
+    void *remap_arg;
     int read_only;            /* opened with opts.read_only */
     int huge_pages;           /* opts.huge_pages */
     unsigned char view_hdr[sizeof(struct crpm_slot_hdr)]; /* committed slot's header in the view */

@@ -509,6 +509,8 @@ int crpm_grow_pool(crpm_container *c, uint64_t min_nphys)
         return crpm_error(CRPM_ERR_RANGE, "%s: too many segments", c->path);
     uint64_t bytes = c->sb.data_offset + n * c->sb.seg_stride;
     if (bytes > c->media.size) {
+        if (c->before_remap)
+            c->before_remap(c->remap_arg);
         int rc = c->media.ops->resize(&c->media, bytes);
         if (rc)
             return rc;

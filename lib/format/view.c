@@ -124,6 +124,44 @@ int crpm_container_snapshot(crpm_container *c)
     return crpm_view_load(c, 1);
 }
 
+/* ---- an older committed epoch of a live container --------------------------
+ * Checkpoint e+1 writes neither slot e % 2 nor the copies e uses, so epoch
+ * e stays readable from them after e+1 committed; the view shares c's
+ * mapping and geometry and has e's region table of its own. */
+int crpm_container_epoch_view(crpm_container *c, uint64_t epoch, crpm_container **view)
+{
+    *view = NULL;
+    crpm_container *v = calloc(1, sizeof *v);
+    if (!v)
+        return crpm_error(CRPM_ERR_NOMEM, "out of memory");
+    v->media = c->media;
+    v->path = c->path;
+    v->sb = c->sb;
+    v->epoch = epoch;
+    v->nphys = c->nphys;
+    int rc = epoch ? crpm_parse_slot(c, epoch, &v->regions, &v->nregions, &v->packs, &v->npacks, &v->user_id,
+                                     &(uint64_t){0})
+                   : crpm_error(CRPM_ERR_NOCKPT, "%s: no committed epoch", c->path);
+    if (rc != 0) {
+        free(v);
+        return rc;
+    }
+    v->cap_regions = v->nregions;
+    *view = v;
+    return CRPM_SUCCESS;
+}
+
+void crpm_container_view_free(crpm_container *v)
+{
+    if (!v)
+        return;
+    for (int i = 0; i < v->nregions; i++)
+        free(v->regions[i].segs);
+    free(v->regions);
+    free(v->packs);
+    free(v);
+}
+
 /* ---- read-only access to the committed state ----------------------------- */
 
 static int saved_index(const crpm_container *c, int idx)

@@ -33,10 +33,18 @@ typedef struct held {
 typedef struct l2_state {
     crpm_l2_opts o;
     crpm_container *own;
+    /* the events' side (the primary's thread) */
     crpm_wlog live;            /* the own container's stores not yet in pend */
     pend_epoch pend[2];
     int npend;
     int unknown;               /* the partner copy's state is not known */
+    /* the write's side: what a write sends, taken from the events' side when
+     * it starts (with async = 1 the next checkpoint's events run meanwhile,
+     * level.h crpm_level_release) */
+    pend_epoch wpend[2];
+    int nwpend, wunknown;
+    uint64_t wepoch, wsize;    /* the own container's epoch and file size at the take */
+    int dirty;                 /* a background write failed: the epochs it took are gone, sync next time */
     held *held;
 } l2_state;
 

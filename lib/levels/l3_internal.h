@@ -52,6 +52,7 @@ typedef struct l3_state {
     int have_base;
     uint64_t base_epoch;
     image cur;                 /* the image of the checkpoint being written */
+    uint64_t cur_epoch;        /* its epoch (the container may be ahead once the write released it) */
     /* holder side */
     char ppath[CRPM_PATH_MAX], plock[CRPM_PATH_MAX + 8];
     int plock_fd;

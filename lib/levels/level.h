@@ -45,7 +45,20 @@ typedef struct crpm_level_env {
     const struct crpm_glayout *glayout;
     const uint8_t *run_id;
     struct crpm_pool *pool;    /* the rank's workers (util/pool.h; api_team.c), NULL: none */
+    /* Asynchronous levels (mpi/background.h): a follower writing in the
+     * background calls crpm_level_release once it no longer reads the
+     * primary's container beyond the copies and slot of the epoch it writes
+     * (the next checkpoint's level 1 may run from then on) and no longer
+     * touches the state the primary's events change.  NULL: synchronous. */
+    void (*release)(void *arg);
+    void *release_arg;
 } crpm_level_env;
+
+static inline void crpm_level_release(const crpm_level_env *env)
+{
+    if (env->release)
+        env->release(env->release_arg);
+}
 
 typedef struct crpm_level crpm_level;
 

@@ -279,6 +279,42 @@ static int exchange_states(crpm_level *lv, crpm_sendq *q, const owner_info *oi, 
     return rc ? rc : wrc;
 }
 
+/* The pending epochs and the own container's state become the write's
+ * (before it releases the container: level.h). */
+static void take(l2_state *s)
+{
+    memcpy(s->wpend, s->pend, sizeof s->pend);
+    s->nwpend = s->npend;
+    s->wunknown = s->unknown | s->dirty;
+    memset(s->pend, 0, sizeof s->pend);
+    s->npend = 0;
+    s->unknown = s->dirty = 0;
+    s->wepoch = crpm_container_epoch(s->own);
+    s->wsize = crpm_container_media(s->own)->size;
+}
+
+/* A failed or undone write: synchronously, the owner's undo follows and
+ * takes its epoch back from pend (no event came between); in the
+ * background the next checkpoint's events went on meanwhile, so the next
+ * write syncs instead. */
+static void give_back(crpm_level *lv)
+{
+    l2_state *s = l2_of(lv);
+    if (!s->nwpend && !s->wunknown)
+        return;
+    if (lv->env->release) {
+        for (int k = 0; k < s->nwpend; k++)
+            crpm_wlog_free(&s->wpend[k].log);
+        s->dirty = 1;
+    } else {
+        memcpy(s->pend, s->wpend, sizeof s->pend);
+        s->npend = s->nwpend;
+        s->unknown |= s->wunknown;
+    }
+    memset(s->wpend, 0, sizeof s->wpend);
+    s->nwpend = s->wunknown = 0;
+}
+
 /* 1. the pairs that sync whole files (they need fingerprints from the
  * destination) go first; *fatal: nothing was sent, the write stops here. */
 static int sync_pairs(crpm_level *lv, int mine, const owner_info *ois, uint64_t *sent, int *fatal)
@@ -328,11 +364,11 @@ static int ship(crpm_level *lv, crpm_sendq *q, int mine, const crpm_array *a, in
     crpm_wlog ranges[2] = {{0}, {0}};
     uint64_t got = 0;
     if (mine == M_STAGES) {
-        uint64_t nst = (uint64_t)s->npend;
+        uint64_t nst = (uint64_t)s->nwpend;
         crpm_sendq_post(q, env->comm, s->o.partner, TAG_STAGE, &nst, sizeof nst);
-        for (int k = 0; k < s->npend; k++) {
-            uint64_t sh[2] = {s->pend[k].epoch, crpm_container_media(s->own)->size};
-            int lrc = stage_ranges(&s->pend[k].log, &ranges[k]);
+        for (int k = 0; k < s->nwpend; k++) {
+            uint64_t sh[2] = {s->wpend[k].epoch, s->wsize};
+            int lrc = stage_ranges(&s->wpend[k].log, &ranges[k]);
             rc = rc ? rc : lrc;
             crpm_sendq_post(q, env->comm, s->o.partner, TAG_STAGE, sh, sizeof sh);
             crpm_sendq_ranges(q, env->comm, s->o.partner, TAG_STAGE, crpm_container_media(s->own)->base,
@@ -371,26 +407,33 @@ static int l2_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm
     (void)id;
     l2_state *s = l2_of(lv);
     *committed = 0;
+    take(s);
     l2_open_copies(lv);
     crpm_sendq q = {0};
-    owner_info oi = {crpm_container_epoch(s->own), (uint64_t)s->npend, (uint64_t)s->unknown,
-                     (uint64_t)s->o.full_copy, crpm_container_media(s->own)->size};
+    owner_info oi = {s->wepoch, (uint64_t)s->nwpend, (uint64_t)s->wunknown, (uint64_t)s->o.full_copy, s->wsize};
     holder_info phi;
     owner_info *ois = NULL;
     int rc = exchange_states(lv, &q, &oi, &phi, &ois);
     uint64_t sent = q.bytes;
     if (rc != 0) {
         free(ois);
+        give_back(lv);
         return rc;
     }
     int fatal = 0, mine = pair_mode(&oi, &phi);
+    /* One stage reads only the copies and slot this epoch wrote, which the
+     * next checkpoint does not write; a sync reads the whole file, an older
+     * stage copies the next checkpoint overwrites. */
+    if (mine == M_NONE || (mine == M_STAGES && s->nwpend == 1))
+        crpm_level_release(lv->env);
     rc = sync_pairs(lv, mine, ois, &sent, &fatal);
     free(ois);
-    if (fatal)
-        return rc;
-    rc = ship(lv, &q, mine, a, n, rc, &sent);
+    if (!fatal)
+        rc = ship(lv, &q, mine, a, n, rc, &sent);
     st->bytes_sent += sent;
-    *committed = 1;
+    *committed = !fatal;
+    if (rc != 0)
+        give_back(lv);
     return rc;
 }
 
@@ -399,10 +442,11 @@ static int l2_committed(crpm_level *lv, int64_t id)
 {
     (void)id;
     l2_state *s = l2_of(lv);
-    for (int k = 0; k < s->npend; k++)
-        crpm_wlog_free(&s->pend[k].log);
-    s->npend = 0;
-    s->unknown = s->o.full_copy;
+    for (int k = 0; k < s->nwpend; k++)
+        crpm_wlog_free(&s->wpend[k].log);
+    memset(s->wpend, 0, sizeof s->wpend);
+    s->nwpend = s->wunknown = 0;
+    s->dirty = s->o.full_copy;
     for (int i = 0; i < s->o.nowners; i++)
         s->held[i].committed = 0;
     return CRPM_SUCCESS;
@@ -422,7 +466,8 @@ static int l2_undo(crpm_level *lv)
         }
         h->committed = 0;
     }
-    s->unknown |= rc != 0;
+    give_back(lv);
+    s->dirty |= rc != 0;
     return rc;
 }
 
@@ -457,6 +502,8 @@ static void l2_close(crpm_level *lv)
     crpm_wlog_free(&s->live);
     for (int k = 0; k < s->npend; k++)
         crpm_wlog_free(&s->pend[k].log);
+    for (int k = 0; k < s->nwpend; k++)
+        crpm_wlog_free(&s->wpend[k].log);
     free(s->held);
     free(s);
 }

@@ -158,6 +158,9 @@ int l3_encode(crpm_level *lv, int want_delta, uint64_t *sent, int hook)
     s->par_epoch = 0; /* par changes from here: it describes no epoch until committed */
     int xrc = l3_exchange(lv, &s->cur, full ? NULL : &s->base, psegs, s->par, sent, hook);
     rc = rc ? rc : xrc;
+    /* the old copies (base) are read: only cur's, which the next checkpoint does not write, are read after */
+    s->cur_epoch = epoch;
+    crpm_level_release(lv->env);
     if (hook && rc == 0 && s->o.hook)
         s->o.hook(s->o.hook_arg, CRPM_L3_HOOK_APPLIED);
     if (rc == 0) {
@@ -202,7 +205,7 @@ int l3_committed(crpm_level *lv, int64_t id)
     s->base = s->cur;
     memset(&s->cur, 0, sizeof s->cur);
     s->have_base = 1;
-    s->base_epoch = crpm_container_epoch(s->own);
+    s->base_epoch = s->cur_epoch;
     s->par_committed = 0;
     return CRPM_SUCCESS;
 }

@@ -20,6 +20,7 @@ static int l4_write(crpm_level *lv, const crpm_array *a, int n, int64_t id, crpm
 {
     *committed = 0;
     const crpm_level_env *e = lv->env;
+    crpm_level_release(e); /* it reads the arrays it is given, nothing of level 1's container */
     if (!e->glbl_dir || !e->glbl_dir[0])
         return crpm_error(CRPM_ERR_CONFIG, "crpm_checkpoint(%lld): level 4 needs glbl_dir in [basic]",
                           (long long)id);

@@ -5,15 +5,26 @@
  * library's), which needs MPI_THREAD_MULTIPLE; with less, the levels stay
  * synchronous and rank 0 says so once.
  *
- * One drain is in flight at a time and it reads only the primary's committed
- * epoch from NVM (level 4 and the level-2 full-copy baseline get the arrays
- * read back from the container, CRC-checked, never the application's DRAM).
- * Nothing else touches the container or the followers while it runs: every
- * entry point that would (the next checkpoint at any level, protect, recover,
- * finalize) first waits for it (the backpressure: the wait is timed and
- * printed at verbosity 2).  The drain ends with an agreement on its own
- * communicator, so its result is the same on every rank; the next collective
- * call (crpm_checkpoint, crpm_wait, crpm_finalize) returns a failure. */
+ * A drain of epoch e reads only e's copies and slot in the level-1
+ * container (the arrays through a view of e, format/container.h; level 2
+ * the ranges e wrote; level 3 also e-1's copies, its delta's "old"), never
+ * the application's DRAM.  Level 1 of e+1 writes the other copies and slot,
+ * so it runs while drain(e) does, once the drain released the container
+ * (the follower says so, level.h crpm_level_release: level 2 after the
+ * state exchange when it sends one stage, level 3 after its exchange, level
+ * 4 at once; a whole-file sync or two stages hold it to the end).  Level 1
+ * of e+2 overwrites e's copies: it waits for drain(e) (the backpressure,
+ * timed and printed at verbosity 2).  Ownership: the thread owns the
+ * followers' write state and their env (bg.env: its communicator, the
+ * drain's epoch); the events the primary's commits send the followers run
+ * on the main thread and touch only the state a write takes before it
+ * releases (level 2's pending logs).  Drains queue one deep (e+1 behind e).
+ * Everything else that touches the container or the followers (protect with
+ * a new shape, recover, the global layout, the pool growing: a remap hook)
+ * waits for every drain.  A drain ends with an agreement on its own
+ * communicator, so its result is the same on every rank; the next
+ * checkpoint agrees on the failures any rank has seen (crpm_bg_report), and
+ * crpm_wait and crpm_finalize wait and return them. */
 #ifndef CRPM_MPI_BACKGROUND_H
 #define CRPM_MPI_BACKGROUND_H
 #include "context.h"
@@ -27,21 +38,30 @@ int crpm_bg_start(crpm_ctx *ctx);
  * and the level has followers open). */
 int crpm_bg_takes(const crpm_ctx *ctx, int level);
 /* Hands the followers of `level` over for checkpoint `id` (the primary
- * committed it on every rank, the drain before it collected).  Local. */
+ * committed it on every rank).  Local. */
 void crpm_bg_post(crpm_ctx *ctx, int64_t id, int level);
-/* Waits until no drain is in flight; returns its result (the same on every
- * rank), consumed: a later call returns success.  *waited: seconds spent
- * waiting (may be NULL).  Local, but only ever blocks on other ranks' drains
- * of the same checkpoint, which need no call of theirs. */
+/* Before a checkpoint's level 1: waits until no drain reads what it
+ * overwrites (see above).  Local; *waited: seconds waited; returns the id
+ * of the checkpoint whose drain it found in the way, -1 when none was. */
+int64_t crpm_bg_before_l1(crpm_ctx *ctx, double *waited);
+/* Collective over the library's communicator: the failure of a finished
+ * drain that some rank has not reported yet becomes an error on every rank
+ * (once: consumed). */
+int crpm_bg_report(crpm_ctx *ctx);
+/* Waits until no drain is in flight; returns their unreported failure (the
+ * same on every rank), consumed.  *waited: seconds spent waiting (may be
+ * NULL).  Local, but only ever blocks on other ranks' drains, which need no
+ * call of theirs. */
 int crpm_bg_collect(crpm_ctx *ctx, double *waited);
-/* Waits until no drain is in flight, keeping its result for the next
- * collect (the local calls that touch the arrays or the container). */
+/* Waits until no drain is in flight, keeping the results for later (the
+ * local calls that touch the arrays' shapes or the container). */
 void crpm_bg_idle(crpm_ctx *ctx);
-/* Local, non-blocking: *done = no drain in flight; returns the result of a
- * finished one without consuming it. */
+/* Local, non-blocking: *done = no drain in flight; returns an unreported
+ * failure without consuming it. */
 int crpm_bg_test(crpm_ctx *ctx, int *done);
-/* Collective over the library's communicator: *busy = some rank's drain
- * is still in flight (the same on every rank). */
+/* Collective over the library's communicator: *busy = some rank's next
+ * level 1 would have to wait for a drain (crpm_bg_before_l1; the same on
+ * every rank): async_backpressure = skip. */
 int crpm_bg_busy(crpm_ctx *ctx, int *busy);
 /* Seconds from the hand-off of the last drain at `level` that committed to
  * its end (the time a checkpoint at that level is not yet safe at it; the

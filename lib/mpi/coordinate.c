@@ -149,8 +149,10 @@ int crpm_coord_checkpoint(crpm_ctx *ctx, int id, int level, int rc, crpm_stats_t
             tell(ctx, CRPM_EV_UNDONE);
         return rc;
     }
+    /* in the background the drain tells them, once it wrote the level (the
+     * write state is the drain's: background.h) */
     FOR_OPEN(ctx, f)
-        if (f->level == level && f->row->stage == CRPM_STAGE_COMMIT && f->lv.ops->committed)
+        if (!async && f->level == level && f->row->stage == CRPM_STAGE_COMMIT && f->lv.ops->committed)
             f->lv.ops->committed(&f->lv, id);
     if (committed)
         ctx->env.epoch++;

@@ -40,6 +40,34 @@ each drain, so the application's next calls find it in flight.
         iterations in the background while it computes on; every node lost,
         the relaunch on 4 ranks restarts from the last level-4 file and ends
         with the digest of a run without checkpoints
+  overlap_l4
+        level 4 at checkpoint 1, level 1 at 2 and 3 right after: checkpoint
+        2 returns with the drain of 1 still in flight (it did not wait for
+        it: its level 1 writes the copies drain 1 does not read), checkpoint
+        3 only once that drain ended (it overwrites them); every node lost,
+        the restart recovers checkpoint 1 exactly from level 4 (the drain
+        read epoch 1, not the epoch 2 committed meanwhile)
+  overlap_l2
+        checkpoint 1 at level 2 settled, 2 at level 2, 3 at level 1 right
+        after: checkpoint 3 waits until level 2 of checkpoint 2 committed
+        (before it, a node loss needs epoch 1 in the others' containers,
+        which level 1 of 3 would overwrite); a node lost, the restart
+        recovers checkpoint 2 from level 2
+  overlap_l4_after_l2
+        checkpoint 1 at level 2, 2 at level 4, 3 at level 1: level 2 holds
+        the epoch before, so checkpoint 3 waits for the level-4 drain; a node
+        lost, the restart recovers checkpoint 2 from level 4
+  overlap_kill
+        overlap_l2 with rank 2 set to die in the drain of checkpoint 2 at
+        l2_sent once checkpoint 3 started (it must never fire: level 1 of 3
+        waits for level 2 of 2), or at drain_committed after checkpoint 3's
+        level 1 committed beside the drain; node 1 wiped, the relaunch
+        recovers checkpoint 2 exactly
+  overlap_fail
+        fail_l4 with a level-1 checkpoint taken while the failing drain is
+        in flight (it returns 0: the drain's failure is not known yet); the
+        failure is then reported by crpm_test and the next checkpoint on
+        every rank, the one after succeeds
   fallback
         async = 1 in a program that initialised MPI without
         MPI_THREAD_MULTIPLE: rank 0 warns once, the levels run
@@ -95,7 +123,7 @@ def write_then_verify(c, name, level, lose, status):
     L.wipe(d, lose)
     v = launch(c, d, "verify", level)
     check(v.rc == 0, "verify launch: exit %s\n%s" % (v.rc, tail(v.out, 30)))
-    every_rank(v, "rank %%d verify ok status %d" % status, "restart from level %d" % level)
+    every_rank(v, "rank %%d verify ok status %d step 1" % status, "restart from level %d" % level)
 
 
 def scenario_write_l2(c):
@@ -120,7 +148,7 @@ def scenario_finalize_l2(c):
     L.wipe(d, [3])
     v = launch(c, d, "verify", 2)
     check(v.rc == 0, "verify launch: exit %s\n%s" % (v.rc, tail(v.out, 30)))
-    every_rank(v, "rank %d verify ok status 2", "restart from level 2 after finalize")
+    every_rank(v, "rank %d verify ok status 2 step 1", "restart from level 2 after finalize")
 
 
 def fail_checks(r, what):
@@ -254,6 +282,91 @@ def scenario_global_l4(c):
               r.rc, crpmtest.matching(r.out, "^digest "), digest, tail(r.out)))
 
 
+def overlap_run(c, d, level, extra):
+    r = launch(c, d, "overlap", level, extra)
+    check(r.rc == 0, "overlap launch: exit %s\n%s" % (r.rc, tail(r.out, 30)))
+    every_rank(r, "rank %d overlap 2 done 0", "checkpoint 2 returned with the drain before it in flight")
+    every_rank(r, "rank %d finalize rc 0", "crpm_finalize")
+    return r
+
+
+def scenario_overlap_l4(c):
+    if c.no_l4:
+        crpmtest.skip("no parallel HDF5 in this build")
+    d = fresh(c, "overlap_l4")
+    r = overlap_run(c, d, 4, [])
+    every_rank(r, "rank %d overlap 3 done 1", "checkpoint 3 waited for the drain of checkpoint 1")
+    L.wipe(d, range(L.NNODES))
+    v = launch(c, d, "verify", 4, ["--step", "1"])
+    check(v.rc == 0, "verify launch: exit %s\n%s" % (v.rc, tail(v.out, 30)))
+    every_rank(v, "rank %d verify ok status 4 step 1", "restart from level 4")
+
+
+def scenario_overlap_l2(c):
+    d = fresh(c, "overlap_l2")
+    r = overlap_run(c, d, 2, ["--settle", "1", "--level2", "2"])
+    check(re.search(r"^\[crpm\] checkpoint 3 waited \S+ \S+ for the background levels of checkpoint 2$", r.out,
+                    re.M), "checkpoint 3 did not wait for level 2 of checkpoint 2\n%s" % tail(r.out, 30))
+    L.wipe(d, [1])
+    v = launch(c, d, "verify", 2, ["--step", "2"])
+    check(v.rc == 0, "verify launch: exit %s\n%s" % (v.rc, tail(v.out, 30)))
+    every_rank(v, "rank %d verify ok status 2 step 2", "restart from level 2")
+
+
+def scenario_overlap_l4_after_l2(c):
+    if c.no_l4:
+        crpmtest.skip("no parallel HDF5 in this build")
+    d = fresh(c, "overlap_l4_after_l2")
+    r = overlap_run(c, d, 2, ["--settle", "1", "--level2", "4"])
+    every_rank(r, "rank %d overlap 3 done 1", "checkpoint 3 waited for level 4 of checkpoint 2")
+    L.wipe(d, [2])
+    v = launch(c, d, "verify", 2, ["--step", "0"])
+    check(v.rc == 0, "verify launch: exit %s\n%s" % (v.rc, tail(v.out, 30)))
+    every_rank(v, "rank %d verify ok status 4 step 2", "restart from level 4")
+
+
+def scenario_overlap_kill(c):
+    # rank 2 would die in the drain of checkpoint 2: at l2_sent once
+    # checkpoint 3 started (it never does: level 1 of 3 waits for level 2 of
+    # 2), or at drain_committed once checkpoint 3's level 1 committed beside
+    # the drain; node 1 (ranks 2, 3) is then lost
+    for point, n in (("l2_sent", 3), ("drain_committed", 3)):
+        d = fresh(c, "overlap_kill_" + point)
+        r = launch(c, d, "overlap", 2, ["--settle", "1", "--level2", "2"],
+                   env={"CRPM_TEST_KILL": "2:%s:%d" % (point, n)})
+        if point == "l2_sent":
+            check(r.rc == 0, "%s: level 2 of checkpoint 2 ran after checkpoint 3 started\n%s" % (
+                point, tail(r.out, 30)))
+            newest = 2
+        else:
+            check(r.rc not in (None, 0) and "rank 2 finalize rc" not in r.out,
+                  "%s: the kill did not end the job\n%s" % (point, tail(r.out, 30)))
+            # after the drain's agreement: level 2 holds checkpoint 2 everywhere
+            check("rank 0 overlap 3 done 0" in r.out, "%s: checkpoint 3 not taken beside the drain of 2\n%s" % (
+                point, tail(r.out, 30)))
+            newest = 2
+        L.wipe(d, [1])
+        v = launch(c, d, "verify", 2, ["--step", "0"])
+        check(v.rc == 0, "%s: verify launch: exit %s\n%s" % (point, v.rc, tail(v.out, 30)))
+        steps = set()
+        for k in range(L.NP):
+            m = re.search(r"^rank %d verify ok status \d step (\d+)$" % k, v.out, re.M)
+            check(m, "%s: rank %d did not recover\n%s" % (point, k, tail(v.out, 30)))
+            steps.add(int(m.group(1)))
+        check(steps == {newest}, "%s: recovered checkpoints %s, level 2 had committed %d\n%s" % (
+            point, sorted(steps), newest, tail(v.out, 30)))
+
+
+def scenario_overlap_fail(c):
+    if c.no_l4:
+        crpmtest.skip("no parallel HDF5 in this build")
+    d = fresh(c, "overlap_fail")
+    r = launch(c, d, "fail", 4, ["--break", os.path.join(d, "global"), "--overlap", "1"],
+               basic={"keep_last_ckpt": 0})
+    every_rank(r, "rank %d fail overlap rc 0", "a level-1 checkpoint beside the failing level-4 drain")
+    fail_checks(r, "glbl_dir broken under a level-4 drain with a checkpoint beside it")
+
+
 def scenario_fallback(c):
     d = fresh(c, "fallback")
     r = launch(c, d, "write", 2, env={"CRPM_ASYNC_APP_SINGLE": "1"}, delay=False)
@@ -278,7 +391,9 @@ def main():
     c.workdir = crpmtest.make_workdir(a.workdir)
     scenarios = [scenario_write_l2, scenario_write_l3, scenario_write_l4, scenario_finalize_l2, scenario_fail_l4,
                  scenario_fail_l2, scenario_auto_l4, scenario_backpressure, scenario_stop_l4,
-                 scenario_global_l4, scenario_fallback]
+                 scenario_global_l4, scenario_overlap_l4, scenario_overlap_l2,
+                 scenario_overlap_l4_after_l2, scenario_overlap_kill, scenario_overlap_fail,
+                 scenario_fallback]
     return crpmtest.run_scenarios(scenarios, c, c.workdir, only=a.only)
 
 
