@@ -107,6 +107,7 @@ static int write_data(crpm_container *c, crpm_seg_plan *lay, const crpm_packing 
     if (e->any_declared)
         crpm_track_declared.prepare(c);
     crpm_track_kind.prepare(c);
+    crpm_track_compare.prepare(c);
     return crpm_par_write(c, lay, pk, st); /* over the engine's workers (par.c) */
 }
 

@@ -93,6 +93,7 @@ typedef struct crpm_eregion {
     int stale_valid;         /* stale describes the two copies */
     int rescan_all;          /* a report was lost: treat every block as written */
     int scanned;             /* wbits holds this checkpoint's report */
+    int stale_ready;         /* stale is exact for this checkpoint (compared whole or not) */
     uint64_t *wbits;         /* blocks reported written by this checkpoint's scan (declared:
                                 since the last commit) */
     uint64_t *stale;         /* blocks where the two copies may differ */
@@ -156,6 +157,9 @@ void crpm_track_recovered(crpm_container *c);
 void crpm_track_reset(crpm_container *c);
 /* wbits and stale cover r's protected blocks; 0 when out of memory. */
 int crpm_track_bits(crpm_eregion *e, uint64_t bytes, uint64_t blk);
+/* Readies r's stale bitmap for this checkpoint (all blocks when the copies
+ * are not known) and sets e->stale_ready; 0 when out of memory. */
+int crpm_track_stale(crpm_eregion *e, uint64_t bytes, uint64_t blk);
 /* The segment step of the ops whose report fills wbits (pagemap, declared). */
 int crpm_track_bits_segment(crpm_container *c, crpm_region *r, crpm_seg *s, uint64_t off, uint64_t len,
                             int resized, crpm_ck_stats *st);
@@ -183,6 +187,10 @@ void crpm_packing_free(crpm_packing *pk);
 /* Compares segment src (len bytes) with its committed copy and, when they
  * differ (or resized, or new), brings the other copy up to date. */
 int crpm_seg_compare(crpm_container *c, crpm_seg *s, const char *src, uint64_t len, int resized, crpm_ck_stats *st);
+/* The same in one pass, keeping S (the blocks where the two copies may
+ * differ, bits b0.. of the segment; NULL: not known) exact: see segment.c. */
+int crpm_seg_whole(crpm_container *c, uint64_t *S, crpm_seg *s, const char *src, uint64_t len, int resized,
+                   uint64_t b0, crpm_ck_stats *st);
 /* Brings the copy that does not hold the committed state up to date,
  * comparing every block (allocates it when missing, or with st->defer
  * returns CRPM_DEFERRED). */

@@ -264,20 +264,26 @@ int crpm_seg_tracked(crpm_container *c, crpm_eregion *e, crpm_seg *s, const char
         crpm_merge_bits(S, W, b0, b1, 1);
         return rc;
     }
-    uint64_t w0 = b0 / 64, w1 = (b1 - 1) / 64, any = 0, changed = 0, touched = 0;
+    uint64_t w0 = b0 / 64, w1 = (b1 - 1) / 64, any = 0, changed = 0, touched = 0, runs = 0, carry = 0;
     if (crpm_next_set(W, b0, b1) == b1)
         return CRPM_SUCCESS; /* no page written: equals its committed copy, however stale the other */
-    for (uint64_t w = w0; w <= w1; w++)
-        touched += (uint64_t)__builtin_popcountll((W[w] | S[w]) & crpm_word_mask(w, b0, b1));
-    if (3 * touched > b1 - b0) {
-        /* Dense: hopping from block to block reads ~3x slower than one
-         * stream, so compare the whole segment as without a tracker.  The
-         * copy left behind differs from the data only on written pages. */
-        st->compared += len;
-        if (memcmp(src, cur, len) == 0)
-            return CRPM_SUCCESS;
-        int rc = crpm_seg_write(c, s, src, len, st);
-        crpm_merge_bits(S, W, b0, b1, 1);
+    for (uint64_t w = w0; w <= w1; w++) {
+        uint64_t v = (W[w] | S[w]) & crpm_word_mask(w, b0, b1);
+        touched += (uint64_t)__builtin_popcountll(v);
+        runs += (uint64_t)__builtin_popcountll(v & ~((v << 1) | carry));
+        carry = v >> 63;
+    }
+    if (touched + 2 * runs > b1 - b0) {
+        /* Dense: each hop to another run of blocks costs about as much as
+         * reading two more blocks in one stream (a lone block reads ~3x
+         * slower), so compare the whole segment, in one pass.  Written, the
+         * other copy equals the data, which differs from the committed copy
+         * only on written pages. */
+        uint32_t state = s->state;
+        int rc = crpm_seg_whole(c, S, s, src, len, 0, b0, st);
+        if (s->state != state)
+            for (uint64_t w = w0; w <= w1; w++)
+                S[w] &= W[w] | ~crpm_word_mask(w, b0, b1);
         return rc;
     }
     crpm_bitwalk it = crpm_walk_start(W, S, CRPM_WALK_ANDNOT, b0, b1), ahead = prefetch_start(it, src, cur, blk, len);
@@ -324,6 +330,115 @@ int crpm_seg_tracked(crpm_container *c, crpm_eregion *e, crpm_seg *s, const char
     s->state = (uint32_t)other + 1;
     crpm_merge_bits(S, W, b0, b1, 1);
     return CRPM_SUCCESS;
+}
+
+/* The first block of [i, n) where src differs from copy (n: none), compared
+ * SPAN_BLOCKS at a time with memcmp, which streams faster than block_differs
+ * where nothing differs. */
+#define SPAN_BLOCKS 64
+
+static uint64_t first_differing(const char *src, const char *copy, uint64_t i, uint64_t n, uint64_t blk,
+                                uint64_t len, crpm_ck_stats *st)
+{
+    while (i < n) {
+        uint64_t j = i + SPAN_BLOCKS < n ? i + SPAN_BLOCKS : n, o = i * blk, e = j * blk < len ? j * blk : len;
+        if (memcmp(src + o, copy + o, e - o) != 0)
+            break;
+        st->compared += e - o;
+        i = j;
+    }
+    for (; i < n; i++)
+        if (cmp_block(src, copy, i, blk, len, st))
+            return i;
+    return n;
+}
+
+/* Writes the pending run [*rs, *re) when block o (n bytes) does not extend
+ * it, or it reached RUN_CAP, then adds the block (o == UINT64_MAX: flush). */
+static inline void run_add(seg_write *x, uint64_t *rs, uint64_t *re, uint64_t o, uint64_t n, uint64_t blk,
+                           crpm_ck_stats *st)
+{
+    if (*re > *rs && (o != *re || *re - *rs >= RUN_CAP)) {
+        write_run(x, *rs, *re - *rs, blk, st);
+        *re = *rs;
+    }
+    if (o == UINT64_MAX)
+        return;
+    if (*re == *rs)
+        *rs = o;
+    *re = o + n;
+}
+
+/* A segment with both copies compared whole with its committed copy, in one
+ * pass (no page report, or one too dense to hop through).  S (stale) holds
+ * the blocks where the two copies may differ; elsewhere the other copy equals
+ * the committed one.  Nothing is written before the first block that differs
+ * from the committed copy: without one the segment keeps it.  From there a
+ * block outside S is compared with the committed copy only, and written when
+ * it differs (it differs from the other copy as well); a block of S is
+ * compared with the other copy first and written when it differs (then kept
+ * in S: it may differ from the committed copy too), and only when it equals
+ * the other copy is it compared with the committed copy to learn whether it
+ * stays in S.  So a byte is read once from the data and once from one copy,
+ * except in blocks of S that equal the other copy (mostly blocks written two
+ * checkpoints back and unchanged since: read from both copies once, then
+ * dropped from S).  After the flip the copies differ at most on S. */
+static int seg_whole(crpm_container *c, uint64_t *S, crpm_seg *s, const char *src, uint64_t len, uint64_t b0,
+                     crpm_ck_stats *st)
+{
+    uint64_t blk = c->sb.block_size, n = (len + blk - 1) / blk;
+    int other = s->state == 1 ? 1 : 0;
+    const char *cur = crpm_seg_addr(c, s->phys[s->state - 1]);
+    uint64_t f = first_differing(src, cur, 0, n, blk, len, st);
+    if (f == n)
+        return CRPM_SUCCESS; /* unchanged: keeps its committed copy */
+    int rc = crpm_reserve_seg(c, s->phys[other], len); /* the region may have grown */
+    if (rc)
+        return rc;
+    seg_write x = seg_write_start(c, st->m, s->phys[other], src, len);
+    uint64_t rs = 0, re = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t b = b0 + i, bit = 1ull << (b % 64), o = i * blk, nb = len - o < blk ? len - o : blk, *w = &S[b / 64];
+        uint64_t p = b + PREFETCH_BLOCKS;
+        if (p < b0 + n && (S[p / 64] >> (p % 64) & 1)) /* S is scattered: the other copy is read out of stream */
+            for (uint64_t k = 0; k < blk; k += 64)
+                __builtin_prefetch(x.dst + (p - b0) * blk + k, 0);
+        if (!(*w & bit)) {
+            if (i < f) { /* equal to the committed copy, and so to the other */
+                i = crpm_next_set(S, b, b0 + f) - b0 - 1;
+                continue;
+            }
+            if (i > f && !cmp_block(src, cur, i, blk, len, st))
+                continue;
+            *w |= bit;
+        } else if (cmp_block(src, x.dst, i, blk, len, st)) {
+            if (i < f)
+                *w &= ~bit; /* equal to the committed copy, as the other will be */
+        } else {
+            if (i < f || (i > f && !cmp_block(src, cur, i, blk, len, st)))
+                *w &= ~bit; /* the two copies agree here now */
+            continue;
+        }
+        run_add(&x, &rs, &re, o, nb, blk, st);
+    }
+    run_add(&x, &rs, &re, UINT64_MAX, 0, blk, st);
+    seg_write_end(&x);
+    s->state = (uint32_t)other + 1;
+    return CRPM_SUCCESS;
+}
+
+int crpm_seg_whole(crpm_container *c, uint64_t *S, crpm_seg *s, const char *src, uint64_t len, int resized,
+                   uint64_t b0, crpm_ck_stats *st)
+{
+    uint64_t b1 = b0 + (len + c->sb.block_size - 1) / c->sb.block_size;
+    int other = s->state == 1 ? 1 : 0;
+    if (S && s->state && !resized && s->phys[other] != CRPM_NO_PHYS && !st->fresh)
+        return seg_whole(c, S, s, src, len, b0, st);
+    uint32_t state = s->state;
+    int rc = crpm_seg_compare(c, s, src, len, resized, st);
+    if (S && (s->state != state || rc == CRPM_DEFERRED))
+        crpm_set_bits(S, b0, b1, 1); /* written whole: where the copies differ is not known */
+    return rc;
 }
 
 int crpm_seg_compare(crpm_container *c, crpm_seg *s, const char *src, uint64_t len, int resized, crpm_ck_stats *st)

@@ -61,15 +61,17 @@ static int cmp_span(const void *a, const void *b)
     return (x->lo > y->lo) - (x->lo < y->lo);
 }
 
-/* Adaptive tracking.  A write fault costs about as much as comparing ~4 pages
- * as one stream, so once more than 1/HOT_SHARE of an array's pages are written
- * in an epoch, comparing it whole is cheaper than tracking it.  Such an array
+/* Adaptive tracking.  A write fault costs about as much as comparing ~2 pages
+ * as one stream (the written pages are compared too, and pages read in runs
+ * stream about as fast as the whole array), so once more than 1/HOT_SHARE of
+ * an array's pages are written in an epoch, comparing it whole is cheaper
+ * than tracking it.  Such an array
  * is left out of the scans, so its pages stay writable (no faults) and it is
  * compared whole, for HOT_MIN checkpoints, doubling up to HOT_MAX while it
  * stays dense.  Then it is scanned again: that scan reports every page written
  * during the hot period (a superset of this epoch's, so still safe), and the
  * one after it measures a single epoch again. */
-#define HOT_SHARE 6
+#define HOT_SHARE 3
 #define HOT_MIN 4
 #define HOT_MAX 64
 
@@ -152,12 +154,11 @@ static void pagemap_prepare(crpm_container *c)
     for (int i = 0; i < c->nregions; i++) {
         crpm_region *r = &c->regions[i];
         crpm_eregion *e = r->eng;
-        if (e && e->ops == &crpm_track_pagemap)
-            e->scanned = 0;
-        if (!scanned_now(r) || !crpm_track_bits(e, crpm_region_pbytes(r), blk))
-            continue; /* not scanned now (hot), or no memory for bitmaps: this region is compared whole */
-        if (!e->stale_valid)
-            memset(e->stale, 0xff, ((crpm_region_pbytes(r) + blk - 1) / blk + 63) / 64 * 8);
+        if (!e || e->ops != &crpm_track_pagemap)
+            continue;
+        e->scanned = 0;
+        if (!crpm_track_stale(e, crpm_region_pbytes(r), blk) || !scanned_now(r))
+            continue; /* no memory for bitmaps, or not scanned now (hot): this region is compared whole */
         e->scanned = 1;
         report(r, blk, &got, e->rescan_all || want.oom || got.oom);
         e->rescan_all = 1; /* until this checkpoint commits, the report is in flight */
@@ -190,8 +191,9 @@ static void pagemap_finish(crpm_container *c, crpm_region *r, int ok)
 {
     (void)c;
     crpm_eregion *e = r->eng;
-    /* an unscanned region was compared whole: the copies differ who knows where */
-    e->stale_valid = ok && e->scanned;
+    /* compared whole or not, the pass kept stale exact; a failed one left the other copies partly rewritten */
+    e->stale_valid = ok && e->stale_ready;
+    e->stale_ready = 0;
     if (!ok)
         return;
     e->rescan_all = 0;

@@ -19,25 +19,39 @@
 
 /* ---- compare everything ------------------------------------------------------ */
 
+/* Compared whole, each segment in one pass with its committed copy: the
+ * stale bitmap (blocks where the two copies may differ) spares reading the
+ * other copy elsewhere, and the pass keeps it exact. */
+static void compare_prepare(crpm_container *c)
+{
+    for (int i = 0; i < c->nregions; i++) {
+        crpm_region *r = &c->regions[i];
+        if (r->eng && r->eng->ops == &crpm_track_compare)
+            crpm_track_stale(r->eng, crpm_region_pbytes(r), c->sb.block_size);
+    }
+}
+
 static int compare_segment(crpm_container *c, crpm_region *r, crpm_seg *s, uint64_t off, uint64_t len, int resized,
                            crpm_ck_stats *st)
 {
     int rc = CRPM_SUCCESS;
     const char *src = crpm_region_src(r, off, len, st, &rc);
-    return src ? crpm_seg_compare(c, s, src, len, resized, st) : rc;
+    crpm_eregion *e = r->eng;
+    return src ? crpm_seg_whole(c, e->stale_ready ? e->stale : NULL, s, src, len, resized, off / c->sb.block_size, st)
+               : rc;
 }
 
 static void compare_finish(crpm_container *c, crpm_region *r, int ok)
 {
     (void)c;
-    (void)ok;
-    r->eng->stale_valid = 0; /* the copies were compared, not followed */
+    r->eng->stale_valid = ok && r->eng->stale_ready; /* a failed pass left the other copies partly rewritten */
+    r->eng->stale_ready = 0;
 }
 
-const crpm_track_ops crpm_track_compare = {"compare", NULL, NULL, compare_segment, compare_finish};
+const crpm_track_ops crpm_track_compare = {"compare", NULL, compare_prepare, compare_segment, compare_finish};
 
 /* Packed arrays have no segments of their own: their pack is gathered and
- * compared whole (pack.c), so no segment step. */
+ * compared whole (pack.c), so no segment step and no stale bitmap. */
 const crpm_track_ops crpm_track_packed = {"packed", NULL, NULL, NULL, compare_finish};
 
 /* ---- ops that report into wbits ------------------------------------------------ */
@@ -59,6 +73,17 @@ int crpm_track_bits(crpm_eregion *e, uint64_t bytes, uint64_t blk)
     return 1;
 }
 
+int crpm_track_stale(crpm_eregion *e, uint64_t bytes, uint64_t blk)
+{
+    e->stale_ready = 0;
+    if (!crpm_track_bits(e, bytes, blk))
+        return 0;
+    if (!e->stale_valid)
+        memset(e->stale, 0xff, ((bytes + blk - 1) / blk + 63) / 64 * 8);
+    e->stale_ready = 1;
+    return 1;
+}
+
 int crpm_track_bits_segment(crpm_container *c, crpm_region *r, crpm_seg *s, uint64_t off, uint64_t len,
                             int resized, crpm_ck_stats *st)
 {
@@ -67,9 +92,9 @@ int crpm_track_bits_segment(crpm_container *c, crpm_region *r, crpm_seg *s, uint
     const char *src = crpm_region_src(r, off, len, st, &rc);
     if (!src)
         return rc;
-    if (!e->scanned) /* no report this time (hot, or no memory for bitmaps): compared whole */
-        return crpm_seg_compare(c, s, src, len, resized, st);
     uint64_t blk = c->sb.block_size, b0 = off / blk, b1 = b0 + (len + blk - 1) / blk;
+    if (!e->scanned) /* no report this time (hot, or no memory for bitmaps): compared whole */
+        return crpm_seg_whole(c, e->stale_ready ? e->stale : NULL, s, src, len, resized, b0, st);
     if (s->state && !resized)
         return crpm_seg_tracked(c, e, s, src, len, b0, b1, st);
     /* a segment whose length changed is rewritten: the committed copy's
@@ -91,10 +116,8 @@ static void declared_prepare(crpm_container *c)
             continue;
         uint64_t words = ((crpm_region_pbytes(r) + blk - 1) / blk + 63) / 64;
         e->scanned = 0;
-        if (!crpm_track_bits(e, crpm_region_pbytes(r), blk))
+        if (!crpm_track_stale(e, crpm_region_pbytes(r), blk))
             continue; /* no memory for bitmaps: this region is compared whole */
-        if (!e->stale_valid)
-            memset(e->stale, 0xff, words * 8);
         if (e->rescan_all)
             memset(e->wbits, 0xff, words * 8);
         e->rescan_all = 1; /* the reports are kept until this checkpoint commits */
@@ -106,7 +129,8 @@ static void declared_finish(crpm_container *c, crpm_region *r, int ok)
 {
     (void)c;
     crpm_eregion *e = r->eng;
-    e->stale_valid = ok && e->scanned;
+    e->stale_valid = ok && e->stale_ready;
+    e->stale_ready = 0;
     if (!ok)
         return;
     e->rescan_all = !e->scanned; /* reports not kept: compare all next time */
