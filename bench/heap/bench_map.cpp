@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -449,5 +450,9 @@ int main(int argc, char **argv)
     if (on_heap(o))
         crpm_finalize();
     MPI_Finalize();
+    // the checkpoints (and the libpmemobj pool) are this run's alone: gigabytes on /dev/shm otherwise
+    std::error_code ec;
+    std::filesystem::remove_all(base, ec);
+    std::filesystem::remove(std::string(base) + ".pool", ec);
     return 0;
 }
