@@ -78,7 +78,7 @@ int crpm_track_stale(crpm_eregion *e, uint64_t bytes, uint64_t blk)
     e->stale_ready = 0;
     if (!crpm_track_bits(e, bytes, blk))
         return 0;
-    if (!e->stale_valid)
+    if (!e->stale_valid && e->stale) /* an empty region has no bitmap (memset of NULL is undefined) */
         memset(e->stale, 0xff, ((bytes + blk - 1) / blk + 63) / 64 * 8);
     e->stale_ready = 1;
     return 1;
