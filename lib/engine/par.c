@@ -37,6 +37,50 @@
 #define TASK_BYTES (1u << 20)
 enum { MARKED = 1, EARLY = 2 };
 
+/* A pass's failure: the failed task first in order, its code and message
+ * (the message is per thread: it is copied here), so that the error does not
+ * depend on the workers' timing; the other tasks stop early. */
+typedef struct par_err {
+    atomic_int failed;
+    pthread_mutex_t mu;
+    uint64_t task;
+    int rc;
+    char msg[1024];
+} par_err;
+
+static void err_init(par_err *e)
+{
+    atomic_init(&e->failed, 0);
+    pthread_mutex_init(&e->mu, NULL);
+    e->rc = 0;
+}
+
+static void err_note(par_err *e, uint64_t t, int rc)
+{
+    pthread_mutex_lock(&e->mu);
+    if (!e->rc || t < e->task) {
+        e->task = t;
+        e->rc = rc;
+        snprintf(e->msg, sizeof e->msg, "%s", crpm_last_error());
+    }
+    pthread_mutex_unlock(&e->mu);
+    atomic_store(&e->failed, 1);
+}
+
+static int err_failed(par_err *e)
+{
+    return atomic_load_explicit(&e->failed, memory_order_relaxed);
+}
+
+/* rc, or the pass's failure as this thread's error; releases the record. */
+static int err_end(par_err *e, int rc)
+{
+    if (rc == 0 && e->rc)
+        rc = crpm_error(e->rc, "%s", e->msg);
+    pthread_mutex_destroy(&e->mu);
+    return rc;
+}
+
 typedef struct task {
     int region;                /* region index, or -1: packs [k0, k1) */
     uint64_t k0, k1;           /* its segments (or packs) */
@@ -54,24 +98,8 @@ typedef struct par {
                                   copy, which `state` named) */
     uint64_t nunits;
     int phase;                 /* 2 or 4 */
-    atomic_int failed;
-    pthread_mutex_t mu;
-    uint64_t err_task;         /* the failed task first in order, its code and message */
-    int err_rc;
-    char err_msg[1024];
+    par_err err;
 } par;
-
-static void fail(par *x, uint64_t t, int rc)
-{
-    pthread_mutex_lock(&x->mu);
-    if (!x->err_rc || t < x->err_task) {
-        x->err_task = t;
-        x->err_rc = rc;
-        snprintf(x->err_msg, sizeof x->err_msg, "%s", crpm_last_error());
-    }
-    pthread_mutex_unlock(&x->mu);
-    atomic_store(&x->failed, 1);
-}
 
 /* Segments per task of a region of `bytes`: a whole number of bitmap words
  * of blocks, about TASK_BYTES, less when that leaves fewer than four tasks
@@ -200,7 +228,7 @@ static int region_seg(par *x, crpm_region *r, uint64_t k, int phase, crpm_ck_sta
 static void run_task(void *arg, uint64_t ti, int w)
 {
     par *x = arg;
-    if (atomic_load_explicit(&x->failed, memory_order_relaxed))
+    if (err_failed(&x->err))
         return; /* the checkpoint fails anyway */
     crpm_container *c = x->c;
     const task *t = &x->t[ti];
@@ -227,7 +255,7 @@ static void run_task(void *arg, uint64_t ti, int w)
             continue;
         }
         if (rc) {
-            fail(x, ti, rc < 0 ? rc : crpm_error(CRPM_ERR_STATE, "segment allocated twice"));
+            err_note(&x->err, ti, rc < 0 ? rc : crpm_error(CRPM_ERR_STATE, "segment allocated twice"));
             return;
         }
     }
@@ -286,9 +314,8 @@ static int run_phase(par *x, int phase, int width)
     if (rc == 0)
         crpm_pool_run(c->eng->pool, x->nt, run_task, x);
     views_end(c, width);
-    if (rc == 0 && x->err_rc) {
-        rc = crpm_error(x->err_rc, "%s", x->err_msg);
-    }
+    if (rc == 0 && x->err.rc)
+        rc = crpm_error(x->err.rc, "%s", x->err.msg);
     return rc;
 }
 
@@ -297,7 +324,7 @@ int crpm_par_write(crpm_container *c, crpm_seg_plan *lay, const crpm_packing *pk
     crpm_engine *e = c->eng;
     int width = crpm_pool_width(e->pool);
     par x = {.c = c, .lay = lay, .pk = pk};
-    pthread_mutex_init(&x.mu, NULL);
+    err_init(&x.err);
     int rc = crpm_engine_scratch(e, width);
     if (rc == 0)
         rc = make_tasks(&x, width);
@@ -318,8 +345,7 @@ int crpm_par_write(crpm_container *c, crpm_seg_plan *lay, const crpm_packing *pk
     }
     free(x.t);
     free(x.marked);
-    pthread_mutex_destroy(&x.mu);
-    return rc;
+    return err_end(&x.err, rc);
 }
 
 /* ---- recovery ------------------------------------------------------------------ */
@@ -328,17 +354,13 @@ typedef struct rpar {
     crpm_container *c;
     task *t;
     uint64_t nt;
-    atomic_int failed;
-    pthread_mutex_t mu;
-    uint64_t err_task;
-    int err_rc;
-    char err_msg[1024];
+    par_err err;
 } rpar;
 
 static void recover_task(void *arg, uint64_t ti, int w)
 {
     rpar *x = arg;
-    if (atomic_load_explicit(&x->failed, memory_order_relaxed))
+    if (err_failed(&x->err))
         return;
     crpm_container *c = x->c;
     const crpm_region *r = &c->regions[x->t[ti].region];
@@ -349,16 +371,8 @@ static void recover_task(void *arg, uint64_t ti, int w)
         rc = CRPM_ERR_NOMEM;
     if (rc == 0)
         rc = crpm_copy_saved_part(c, r, &r->prot, x->t[ti].k0, x->t[ti].k1, bounce);
-    if (rc) {
-        pthread_mutex_lock(&x->mu);
-        if (!x->err_rc || ti < x->err_task) {
-            x->err_task = ti;
-            x->err_rc = rc;
-            snprintf(x->err_msg, sizeof x->err_msg, "%s", crpm_last_error());
-        }
-        pthread_mutex_unlock(&x->mu);
-        atomic_store(&x->failed, 1);
-    }
+    if (rc)
+        err_note(&x->err, ti, rc);
 }
 
 int crpm_par_recover(crpm_container *c)
@@ -390,12 +404,10 @@ int crpm_par_recover(crpm_container *c)
             rc = crpm_error(CRPM_ERR_NOMEM, "out of memory for the recovery's tasks");
     }
     x.nt = n;
-    pthread_mutex_init(&x.mu, NULL);
+    err_init(&x.err);
     if (rc == 0)
         crpm_pool_run(e->pool, x.nt, recover_task, &x);
-    if (rc == 0 && x.err_rc)
-        rc = crpm_error(x.err_rc, "%s", x.err_msg);
-    pthread_mutex_destroy(&x.mu);
+    rc = err_end(&x.err, rc);
     free(x.t);
     return rc;
 }
