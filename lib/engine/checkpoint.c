@@ -161,6 +161,8 @@ int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t 
 
     adopt_saved(c, &lay);
     c->user_id = user_id;
+    c->levels |= c->levels_add;
+    c->levels_add = 0;
     c->prev_ok = 1;
 
     double dt = mono() - t0;

@@ -403,6 +403,8 @@ void crpm_format_close(crpm_container *c)
 uint64_t crpm_container_epoch(const crpm_container *c) { return c->epoch; }
 int crpm_container_prev_available(const crpm_container *c) { return c->prev_ok; }
 uint64_t crpm_container_user_id(const crpm_container *c) { return c->user_id; }
+uint32_t crpm_container_levels(const crpm_container *c) { return c->levels; }
+void crpm_container_note_levels(crpm_container *c, uint32_t levels) { c->levels_add |= levels; }
 crpm_media *crpm_container_media(crpm_container *c) { return &c->media; }
 uint64_t crpm_container_segment_size(const crpm_container *c) { return c->sb.segment_size; }
 uint64_t crpm_container_block_size(const crpm_container *c) { return c->sb.block_size; }

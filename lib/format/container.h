@@ -57,6 +57,13 @@ void crpm_format_close(crpm_container *c);
 uint64_t crpm_container_epoch(const crpm_container *c);      /* 0 = nothing committed */
 int crpm_container_prev_available(const crpm_container *c);  /* epoch-1 is recoverable */
 uint64_t crpm_container_user_id(const crpm_container *c);    /* application's checkpoint id */
+/* The levels (bit n: checkpoint level n) whose checkpoints the run wrote up
+ * to the committed epoch, recorded in its metadata so that a restart knows
+ * what redundancy the job had even when every file of a level was lost (0
+ * in containers of format version 2).  note adds levels to the next
+ * checkpoint's record. */
+uint32_t crpm_container_levels(const crpm_container *c);
+void crpm_container_note_levels(crpm_container *c, uint32_t levels);
 /* Durably make epoch-1 the committed epoch. */
 int crpm_container_rollback(crpm_container *c);
 /* A container just made (committed epoch 1, under a temporary name) takes
@@ -197,6 +204,8 @@ struct crpm_container {
     int in_progress;         /* commit word's flag */
     int prev_ok;
     uint64_t user_id;
+    uint32_t levels;         /* the committed epoch's record of the levels the run used (bit n: level n) */
+    uint32_t levels_add;     /* levels the next checkpoint adds to it */
     uint64_t nphys;          /* segments the pool holds (file extent) */
     crpm_region *regions;
     int nregions, cap_regions;

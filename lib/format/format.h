@@ -132,7 +132,7 @@ struct crpm_slot_hdr {
  * body (version 2): per region a crpm_slot_region_v2 and its segments. */
 struct crpm_slot_packs {
     uint32_t npacks;
-    uint32_t reserved;
+    uint32_t reserved;        /* the levels the run used (crpm_container_levels); 0 before */
 };
 
 /* A pack: a segment shared by small arrays (state as crpm_slot_seg, always

@@ -53,7 +53,7 @@ static uint64_t slot_body(const crpm_container *c, const crpm_region *regs, int 
     size_t rec = region_rec(c);
     *nsaved = 0;
     if (crpm_can_pack(c)) {
-        struct crpm_slot_packs h = {lay->npacks, 0};
+        struct crpm_slot_packs h = {lay->npacks, c->levels | c->levels_add};
         if (p)
             memcpy(p, &h, sizeof h);
         body += sizeof h;
@@ -477,6 +477,12 @@ int crpm_load_slot(crpm_container *c, uint64_t epoch)
     c->npacks = npacks;
     c->user_id = user_id;
     c->nphys = nphys;
+    c->levels = 0;
+    if (epoch > 0 && crpm_can_pack(c)) { /* the slot checked out above */
+        struct crpm_slot_packs h;
+        memcpy(&h, c->media.base + c->sb.slot_offset[epoch % 2] + sizeof(struct crpm_slot_hdr), sizeof h);
+        c->levels = h.reserved;
+    }
     c->generation++;
     int rc = ensure_used_cap(c, nphys);
     if (rc)

@@ -1,8 +1,8 @@
-/* The restart's facts: one row of int64 per rank, gathered from every rank
- * at init (lib/mpi/restart.c), patched by the levels that can bring a rank's
- * container back (each level's plan op) and judged by the pure decision
- * (lib/mpi/decide.c).  Levels 2 and 3 fill their columns here; a level with
- * facts of its own declares them in its ops (nfacts) instead. */
+/* The restart's facts: one row of int64 per rank about its own container,
+ * gathered from every rank at init (lib/mpi/restart.c) and judged by the pure
+ * decision (lib/mpi/decide.c).  A follower level reports facts of its own
+ * (ops->nfacts columns per rank, its facts op) and answers the decision's
+ * questions through its plan op (level.h); no level has columns here. */
 #ifndef CRPM_LEVELS_FACTS_H
 #define CRPM_LEVELS_FACTS_H
 #include <stdint.h>
@@ -14,43 +14,31 @@ enum crpm_fact {
     CRPM_F_RC,       /* 0, or the error opening it gave */
     CRPM_F_NRANKS,   /* 1: it was written by a run with another rank count */
     CRPM_F_EPOCH,    /* committed epoch (when opened) */
-    CRPM_F_PREV,     /* 1: epoch-1 is still recoverable */
+    CRPM_F_PREV,     /* 1: epoch-1 is still recoverable (and its data intact) */
     CRPM_F_EXTRA,    /* node leaders: highest container rank >= nranks in the job directory, else -1 */
     CRPM_F_FULL0,    /* method = full: newest and second newest checkpoint ids, -1 = none */
     CRPM_F_FULL1,
     CRPM_F_RUN0,     /* run identity of its container (two words; when opened) */
     CRPM_F_RUN1,
-    CRPM_F_REP_FILE, /* level 2: its partner copy's file exists */
-    CRPM_F_REP_OK,   /* ... and opened */
-    CRPM_F_REP_EPOCH,
-    CRPM_F_REP_PREV,
-    CRPM_F_REP_RUN0,
-    CRPM_F_REP_RUN1,
-    CRPM_F_PAR_OK,   /* level 3: its parity container opened */
-    CRPM_F_PAR_EPOCH,/* ... job epoch its committed parity describes */
-    CRPM_F_PAR_PREV, /* ... and its previous one (-1 = none) */
-    CRPM_F_PAR_RUN0,
-    CRPM_F_PAR_RUN1,
     /* data checks (restart.c, before anything is decided) */
     CRPM_F_BAD,      /* its container opened but the committed epoch's data fails its CRCs
-                        (then RC = CRPM_ERR_CORRUPT, EPOCH and PREV still describe it; a patch
-                        that replaces the row keeps BAD, for the error text) */
+                        (then RC = CRPM_ERR_CORRUPT, EPOCH and PREV still describe it) */
     CRPM_F_PREV_BAD, /* ... epoch-1 was recoverable but its data fails (PREV is then 0) */
     CRPM_F_UID,      /* checkpoint id of the committed epoch (when opened) */
-    CRPM_F_REP_BAD,  /* level 2: its partner copy fails its checksums, metadata or data (REP_OK 0) */
-    CRPM_F_PAR_BAD,  /* level 3: its parity container fails its checksums (PAR_OK -1) */
+    CRPM_F_LEVELS,   /* the levels its run wrote checkpoints at (crpm_container_levels; when opened) */
     CRPM_F_N
 };
 
 /* Open errors that mean damage or loss (another level may take over), as
- * against a configuration that does not match the containers. */
+ * against a configuration that does not match the containers.  A file at a
+ * container's path that is not a container at all (its magic overwritten)
+ * is damage too: nothing else writes there. */
 static inline int crpm_fact_damage(int64_t rc)
 {
-    return rc == CRPM_ERR_CORRUPT || rc == CRPM_ERR_TRUNCATED || rc == CRPM_ERR_IO;
+    return rc == CRPM_ERR_CORRUPT || rc == CRPM_ERR_TRUNCATED || rc == CRPM_ERR_IO || rc == CRPM_ERR_FORMAT;
 }
 
-/* The rank's container is missing or damaged (not mismatched): a level that
- * holds its data may bring it back. */
+/* The rank's container is missing or damaged (not mismatched). */
 static inline int crpm_fact_lost(const int64_t *x)
 {
     return !x[CRPM_F_EXISTS] || (x[CRPM_F_RC] < 0 && crpm_fact_damage(x[CRPM_F_RC]));
@@ -68,23 +56,25 @@ static inline const int64_t *crpm_fact_reference(const int64_t *rows, int nranks
     return NULL;
 }
 
-/* The levels' patches (their plan ops call them; pure, so the decision's
- * tests call them too).
- *
- * Level 2 (l2_restart.c), before crpm_decide_restart: a rank whose container
- * is missing or damaged (not mismatched) and whose partner copy opened, from
- * the same run as the usable containers, takes the copy's facts in its row
- * (rows are changed) and restore[rank] = 1.  Returns how many ranks that is. */
-int crpm_decide_l2_patch(int64_t *rows, int nranks, int64_t *restore);
+/* Whether a container (a rank's own, or a copy of it: the facts of a
+ * container that opened and verified) committed at `epoch` or at epoch+1
+ * with epoch still recoverable brings `epoch` back, for the run `run` (two
+ * words, NULL: any).  committed_ok: its committed epoch's data is intact. */
+static inline int crpm_fact_copy_holds(int committed_ok, int64_t committed, int prev_ok, int64_t run0, int64_t run1,
+                                       const int64_t *run, int64_t epoch)
+{
+    if (epoch < 1 || (run && (run0 != run[0] || run1 != run[1])))
+        return 0;
+    return (committed_ok && committed == epoch) || (prev_ok && committed == epoch + 1);
+}
 
-/* Level 3 (l3_restart.c), after the level-2 patch: in each group (groups[r],
- * members[r]: group and member index of rank r; K members, M parity units)
- * that lost at most M containers (missing or damaged, not mismatched), the
- * lost ranks take the facts of a container at the epoch E the survivors and
- * enough parity of every affected codeword describe (the survivors' lowest
- * epoch, else the one before), one E for the whole job; rebuild[r] = 1 for
- * them.  Returns how many ranks that is. */
-int crpm_decide_l3_patch(int64_t *rows, int nranks, const int *groups, const int *members, int K, int M,
-                         int64_t *rebuild);
+/* The rank's own container brings `epoch` of run `run` back. */
+static inline int crpm_fact_holds(const int64_t *x, const int64_t *run, int64_t epoch)
+{
+    if (!x[CRPM_F_EXISTS] || x[CRPM_F_NRANKS] || !(x[CRPM_F_RC] == 0 || x[CRPM_F_BAD]))
+        return 0;
+    return crpm_fact_copy_holds(x[CRPM_F_RC] == 0, x[CRPM_F_EPOCH], x[CRPM_F_PREV] != 0, x[CRPM_F_RUN0],
+                                x[CRPM_F_RUN1], run, epoch);
+}
 
 #endif

@@ -61,9 +61,15 @@ void l2_close_held(held *h);
  * sync rewrote it). */
 void l2_open_copies(crpm_level *lv);
 
-/* The restart half (l2_restart.c): the ops. */
-int l2_facts(crpm_level *lv, int64_t *row, int64_t *own);
+/* The restart half (l2_restart.c): the ops.  What a partner copy's holder
+ * tells its owner at restart, the level's own facts per rank (L2_FILE: the
+ * copy's file exists, usable or not). */
+enum { CRPM_L2F_OWNER, CRPM_L2F_OK, CRPM_L2F_EPOCH, CRPM_L2F_PREV, CRPM_L2F_RUN0, CRPM_L2F_RUN1, CRPM_L2F_BAD,
+       CRPM_L2F_N, L2_FILE = CRPM_L2F_N, L2_NFACTS };
+int l2_facts(crpm_level *lv, const int64_t *row, int64_t *own);
+int l2_offers(crpm_level *lv, const crpm_plan *p, int64_t *epochs, int max);
 void l2_plan(crpm_level *lv, crpm_plan *p);
+int l2_describe(crpm_level *lv, const crpm_plan *p, int r, char *buf, size_t n);
 int l2_restore(crpm_level *lv, const crpm_restart_io *io);
 int l2_resync(crpm_level *lv, const crpm_plan *p, int resumed, int64_t epoch);
 

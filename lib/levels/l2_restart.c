@@ -12,9 +12,6 @@
 #include "l2_internal.h"
 #include "l2_xfer.h"
 
-/* What a partner copy's holder tells its owner at restart. */
-enum { CRPM_L2F_OWNER, CRPM_L2F_OK, CRPM_L2F_EPOCH, CRPM_L2F_PREV, CRPM_L2F_RUN0, CRPM_L2F_RUN1, CRPM_L2F_BAD,
-       CRPM_L2F_N };
 
 /* Checks the data CRCs of every open copy (committed epoch, and the
  * previous one when recoverable).  A copy that fails is closed and never
@@ -68,7 +65,7 @@ static void copy_facts(crpm_level *lv, int i, int64_t out[CRPM_L2F_N])
 }
 
 /* Collective over the pairs: each holder tells the owner the facts of its
- * copy; mine[CRPM_L2F_N] = 1 when this rank's copy's file exists at all. */
+ * copy; mine[L2_FILE] = 1 when this rank's copy's file exists at all. */
 static int exchange_facts(crpm_level *lv, int64_t mine[CRPM_L2F_N + 1])
 {
     l2_state *s = l2_of(lv);
@@ -86,46 +83,38 @@ static int exchange_facts(crpm_level *lv, int64_t mine[CRPM_L2F_N + 1])
     return rc ? rc : wrc;
 }
 
-/* What the partner holds of this rank's container. */
-int l2_facts(crpm_level *lv, int64_t *row, int64_t *own)
+/* What the partner holds of this rank's container: the level's own facts. */
+int l2_facts(crpm_level *lv, const int64_t *row, int64_t *own)
 {
-    (void)own;
-    int64_t rep[CRPM_L2F_N + 1];
+    (void)row;
     l2_open_copies(lv);
     verify_copies(lv, lv->env->verbosity >= 1);
-    int rc = exchange_facts(lv, rep);
-    if (rc != 0)
-        return rc;
-    row[CRPM_F_REP_FILE] = rep[CRPM_L2F_N];
-    row[CRPM_F_REP_OK] = rep[CRPM_L2F_OK];
-    row[CRPM_F_REP_EPOCH] = rep[CRPM_L2F_EPOCH];
-    row[CRPM_F_REP_PREV] = rep[CRPM_L2F_PREV];
-    row[CRPM_F_REP_RUN0] = rep[CRPM_L2F_RUN0];
-    row[CRPM_F_REP_RUN1] = rep[CRPM_L2F_RUN1];
-    row[CRPM_F_REP_BAD] = rep[CRPM_L2F_BAD];
-    return CRPM_SUCCESS;
+    return exchange_facts(lv, own);
 }
 
-int crpm_decide_l2_patch(int64_t *rows, int nranks, int64_t *restore)
+static const int64_t *l2_row(const crpm_plan *p, int r) { return p->own + (size_t)r * L2_NFACTS; }
+
+/* A partner copy brings its owner back at the epoch it committed, or at
+ * the one before while that is recoverable; only a copy that opened and
+ * passed its checksums counts. */
+static int copy_holds(const int64_t *o, const int64_t *run, int64_t epoch)
 {
-    const int64_t *ref = crpm_fact_reference(rows, nranks); /* the run identity the usable containers hold */
+    return o[CRPM_L2F_OK] && !o[CRPM_L2F_BAD] &&
+           crpm_fact_copy_holds(1, o[CRPM_L2F_EPOCH], o[CRPM_L2F_PREV] != 0, o[CRPM_L2F_RUN0], o[CRPM_L2F_RUN1],
+                                run, epoch);
+}
+
+int l2_offers(crpm_level *lv, const crpm_plan *p, int64_t *epochs, int max)
+{
+    (void)lv;
     int n = 0;
-    for (int r = 0; r < nranks; r++) {
-        int64_t *x = rows + (size_t)r * CRPM_F_N;
-        restore[r] = 0;
-        if (!crpm_fact_lost(x) || !x[CRPM_F_REP_OK] || x[CRPM_F_REP_EPOCH] == 0)
+    for (int r = 0; r < p->nranks && n + 2 <= max; r++) {
+        const int64_t *o = l2_row(p, r);
+        if (!o[CRPM_L2F_OK] || o[CRPM_L2F_BAD] || o[CRPM_L2F_EPOCH] < 1)
             continue;
-        if (ref && (x[CRPM_F_REP_RUN0] != ref[CRPM_F_RUN0] || x[CRPM_F_REP_RUN1] != ref[CRPM_F_RUN1]))
-            continue;
-        x[CRPM_F_EXISTS] = 1;
-        x[CRPM_F_RC] = 0;
-        x[CRPM_F_NRANKS] = 0;
-        x[CRPM_F_EPOCH] = x[CRPM_F_REP_EPOCH];
-        x[CRPM_F_PREV] = x[CRPM_F_REP_PREV];
-        x[CRPM_F_RUN0] = x[CRPM_F_REP_RUN0];
-        x[CRPM_F_RUN1] = x[CRPM_F_REP_RUN1];
-        restore[r] = 1;
-        n++;
+        epochs[n++] = o[CRPM_L2F_EPOCH];
+        if (o[CRPM_L2F_PREV])
+            epochs[n++] = o[CRPM_L2F_EPOCH] - 1;
     }
     return n;
 }
@@ -133,9 +122,29 @@ int crpm_decide_l2_patch(int64_t *rows, int nranks, int64_t *restore)
 void l2_plan(crpm_level *lv, crpm_plan *p)
 {
     (void)lv;
-    p->nrepair = crpm_decide_l2_patch(p->rows, p->nranks, p->repair);
-    for (int r = 0; r < p->nranks; r++)
-        p->in_use |= p->rows[(size_t)r * CRPM_F_N + CRPM_F_REP_FILE] != 0;
+    p->nrepair = 0;
+    for (int r = 0; r < p->nranks; r++) {
+        p->repair[r] = p->need[r] && copy_holds(l2_row(p, r), p->run, p->epoch);
+        p->nrepair += (int)p->repair[r];
+    }
+}
+
+int l2_describe(crpm_level *lv, const crpm_plan *p, int r, char *buf, size_t n)
+{
+    (void)lv;
+    const int64_t *o = l2_row(p, r);
+    if (o[CRPM_L2F_BAD])
+        snprintf(buf, n, "its level-2 partner copy is corrupt");
+    else if (!o[L2_FILE])
+        snprintf(buf, n, "its level-2 partner copy is missing too");
+    else if (!o[CRPM_L2F_OK])
+        snprintf(buf, n, "its level-2 partner copy cannot be opened");
+    else if (p->run && (o[CRPM_L2F_RUN0] != p->run[0] || o[CRPM_L2F_RUN1] != p->run[1]))
+        snprintf(buf, n, "its level-2 partner copy is of another run");
+    else
+        snprintf(buf, n, "its level-2 partner copy holds epoch %lld%s", (long long)o[CRPM_L2F_EPOCH],
+                 o[CRPM_L2F_PREV] ? " and the one before" : "");
+    return o[CRPM_L2F_BAD] != 0;
 }
 
 /* Collective over the pairs: owners in `restore` (nranks flags) get their
@@ -237,13 +246,17 @@ int crpm_level_l2_sync(crpm_level *lv, uint64_t *sent)
 }
 
 /* After a level-1 restart the copies are brought up to the containers now
- * (lost ones rebuilt), so the job is protected again before its first
- * checkpoint. */
+ * (lost, damaged or stale ones rewritten, only the pieces that differ), so
+ * the job is protected again before its first checkpoint. */
 int l2_resync(crpm_level *lv, const crpm_plan *p, int resumed, int64_t epoch)
 {
     (void)epoch;
     const crpm_level_env *env = lv->env;
-    if (!resumed || !p->in_use)
+    int files = 0;
+    for (int r = 0; p->own && r < p->nranks; r++)
+        files |= l2_row(p, r)[L2_FILE] != 0;
+    /* also when every copy was lost: the containers record that the job had them */
+    if (!resumed || !(p->in_use || files))
         return CRPM_SUCCESS;
     uint64_t sent = 0;
     double t0 = crpm_now();

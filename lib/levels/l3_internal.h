@@ -105,8 +105,17 @@ int l3_encode(crpm_level *lv, int want_delta, uint64_t *sent, int hook);
 int l3_committed(crpm_level *lv, int64_t id);
 
 /* ---- the restart half (l3_restart.c, l3_rebuild.c) ---- */
-int l3_facts(crpm_level *lv, int64_t *row, int64_t *own);
+/* The level's own facts per rank (l3_facts). */
+enum { L3F_OK, L3F_EPOCH, L3F_PREV, L3F_RUN0, L3F_RUN1, L3F_BAD, L3F_N };
+int l3_facts(crpm_level *lv, const int64_t *row, int64_t *own);
+int l3_offers(crpm_level *lv, const crpm_plan *p, int64_t *epochs, int max);
 void l3_plan(crpm_level *lv, crpm_plan *p);
+int l3_describe(crpm_level *lv, const crpm_plan *p, int r, char *buf, size_t n);
+/* Pure: of the ranks flagged in need (every other rank holds epoch), those
+ * whose groups' survivors and parity (own: L3F_N columns per rank) rebuild
+ * them at epoch (rebuild: nranks flags); returns how many. */
+int crpm_l3_can_rebuild(const int64_t *own, int nranks, const int *groups, const int *members, int K, int M,
+                        const int64_t *run, int64_t epoch, const int64_t *need, int64_t *rebuild);
 int l3_restore(crpm_level *lv, const crpm_restart_io *io);
 int l3_resync(crpm_level *lv, const crpm_plan *p, int resumed, int64_t epoch);
 /* The parity goes to the job's agreed epoch (rolled back when one ahead);

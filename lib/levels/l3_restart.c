@@ -40,28 +40,30 @@ static void check_parity(crpm_level *lv, int say)
     crpm_error_clear();
 }
 
-/* The parity this rank holds, as found; BAD: it failed its checksums (at
- * open or in check_parity). */
-int l3_facts(crpm_level *lv, int64_t *row, int64_t *own)
+/* The parity this rank holds, as found (the level's own facts, L3F_*):
+ * OK 1 open, -1 its file exists but is unusable, 0 none; BAD: it failed its
+ * checksums (at open or in check_parity); EPOCH and PREV: the job epochs
+ * its committed and previous parity describe (-1: none). */
+int l3_facts(crpm_level *lv, const int64_t *row, int64_t *own)
 {
-    (void)own;
+    (void)row;
     l3_state *s = l3_of(lv);
     check_parity(lv, lv->env->verbosity >= 1);
-    row[CRPM_F_PAR_OK] = s->pc ? 1 : s->pfile ? -1 : 0;
-    row[CRPM_F_PAR_EPOCH] = 0;
-    row[CRPM_F_PAR_PREV] = -1;
-    row[CRPM_F_PAR_RUN0] = row[CRPM_F_PAR_RUN1] = 0;
-    row[CRPM_F_PAR_BAD] = s->pbad;
+    own[L3F_OK] = s->pc ? 1 : s->pfile ? -1 : 0;
+    own[L3F_EPOCH] = 0;
+    own[L3F_PREV] = -1;
+    own[L3F_RUN0] = own[L3F_RUN1] = 0;
+    own[L3F_BAD] = s->pbad;
     if (!s->pc)
         return CRPM_SUCCESS;
-    row[CRPM_F_PAR_EPOCH] = (int64_t)crpm_container_user_id(s->pc);
+    own[L3F_EPOCH] = (int64_t)crpm_container_user_id(s->pc);
     uint64_t prev = 0;
     if (!s->pprev_bad && crpm_container_prev_available(s->pc) && crpm_container_prev_user_id(s->pc, &prev) == 0)
-        row[CRPM_F_PAR_PREV] = (int64_t)prev;
+        own[L3F_PREV] = (int64_t)prev;
     crpm_error_clear();
     uint8_t id[CRPM_RUN_ID_LEN];
     crpm_container_run_id(s->pc, id);
-    memcpy(&row[CRPM_F_PAR_RUN0], id, sizeof id);
+    memcpy(&own[L3F_RUN0], id, sizeof id);
     return CRPM_SUCCESS;
 }
 
@@ -119,91 +121,97 @@ int l3_sync(crpm_level *lv, int force, uint64_t *sent)
     return rc;
 }
 
-/* Whether every codeword of every group with losses keeps K-M units at
- * epoch e (lost: nranks flags). */
-static int feasible(const int64_t *rows, int nranks, const int *groups, const int *members, int K, int M,
-                       const int64_t *ref, const int64_t *lost, int64_t e)
+/* Whether every codeword of rank r keeps K-M units at epoch e: members of
+ * its group that hold e (not lost) as data, parity of e held by members not
+ * lost, of the run being restored. */
+static int feasible(const int64_t *own, int nranks, const int *groups, const int *members, int K, int M,
+                    const int64_t *run, const int64_t *lost, int r, int64_t e)
 {
     crpm_l3_layout lay = {K, M};
-    for (int r = 0; r < nranks; r++) {
-        if (!lost[r])
-            continue;
-        /* the codewords of r: count available units in each */
-        for (int j = 0; j < K - M; j++) {
-            int c = crpm_l3_codeword_of(&lay, members[r], j), units = 0;
-            for (int q = 0; q < nranks; q++) {
-                if (groups[q] != groups[r] || lost[q])
-                    continue;
-                const int64_t *x = rows + (size_t)q * CRPM_F_N;
-                if (crpm_l3_data_index(&lay, c, members[q]) >= 0)
-                    units++;
-                else if (crpm_l3_parity_row(&lay, c, members[q]) >= 0 && x[CRPM_F_PAR_OK] == 1 &&
-                         (x[CRPM_F_PAR_EPOCH] == e || x[CRPM_F_PAR_PREV] == e) &&
-                         (!ref || (x[CRPM_F_PAR_RUN0] == ref[CRPM_F_RUN0] && x[CRPM_F_PAR_RUN1] == ref[CRPM_F_RUN1])))
-                    units++;
-            }
-            if (units < K - M)
-                return 0;
+    for (int j = 0; j < K - M; j++) {
+        int c = crpm_l3_codeword_of(&lay, members[r], j), units = 0;
+        for (int q = 0; q < nranks; q++) {
+            if (groups[q] != groups[r] || lost[q])
+                continue;
+            const int64_t *x = own + (size_t)q * L3F_N;
+            if (crpm_l3_data_index(&lay, c, members[q]) >= 0)
+                units++;
+            else if (crpm_l3_parity_row(&lay, c, members[q]) >= 0 && x[L3F_OK] == 1 &&
+                     (x[L3F_EPOCH] == e || x[L3F_PREV] == e) &&
+                     (!run || (x[L3F_RUN0] == run[0] && x[L3F_RUN1] == run[1])))
+                units++;
         }
+        if (units < K - M)
+            return 0;
     }
     return 1;
 }
 
-int crpm_decide_l3_patch(int64_t *rows, int nranks, const int *groups, const int *members, int K, int M,
-                         int64_t *rebuild)
+int crpm_l3_can_rebuild(const int64_t *own, int nranks, const int *groups, const int *members, int K, int M,
+                        const int64_t *run, int64_t epoch, const int64_t *need, int64_t *rebuild)
 {
-    const int64_t *ref = crpm_fact_reference(rows, nranks);
-    int64_t emin = INT64_MAX;
-    int nlost = 0;
-    for (int r = 0; r < nranks; r++) {
-        const int64_t *x = rows + (size_t)r * CRPM_F_N;
-        rebuild[r] = crpm_fact_lost(x);
-        nlost += (int)rebuild[r];
-        if (x[CRPM_F_EXISTS] && x[CRPM_F_RC] == 0 && x[CRPM_F_EPOCH] > 0)
-            emin = x[CRPM_F_EPOCH] < emin ? x[CRPM_F_EPOCH] : emin;
-    }
-    if (!nlost || !ref || K < 2 || M < 1 || M >= K)
-        goto none;
-    /* a group that lost more than M is beyond this level */
-    for (int r = 0; r < nranks; r++) {
-        int n = 0;
-        for (int q = 0; q < nranks; q++)
-            n += groups[q] == groups[r] && rebuild[q];
-        if (rebuild[r] && n > M)
-            goto none;
-    }
-    int64_t e = -1;
-    for (int64_t cand = emin; cand >= emin - 1 && cand >= 1 && e < 0; cand--)
-        if (feasible(rows, nranks, groups, members, K, M, ref, rebuild, cand))
-            e = cand;
-    if (e < 0)
-        goto none;
-    for (int r = 0; r < nranks; r++) {
-        if (!rebuild[r])
-            continue;
-        int64_t *x = rows + (size_t)r * CRPM_F_N;
-        x[CRPM_F_EXISTS] = 1;
-        x[CRPM_F_RC] = 0;
-        x[CRPM_F_NRANKS] = 0;
-        x[CRPM_F_EPOCH] = e;
-        x[CRPM_F_PREV] = 0;
-        x[CRPM_F_RUN0] = ref[CRPM_F_RUN0];
-        x[CRPM_F_RUN1] = ref[CRPM_F_RUN1];
-    }
-    return nlost;
-none:
+    int n = 0;
     for (int r = 0; r < nranks; r++)
         rebuild[r] = 0;
-    return 0;
+    if (K < 2 || M < 1 || M >= K || epoch < 1)
+        return 0;
+    for (int r = 0; r < nranks; r++) {
+        if (!need[r])
+            continue;
+        int lost = 0;
+        for (int q = 0; q < nranks; q++)
+            lost += groups[q] == groups[r] && need[q];
+        /* a group that lacks more than M members is beyond this level */
+        if (lost <= M && feasible(own, nranks, groups, members, K, M, run, need, r, epoch)) {
+            rebuild[r] = 1;
+            n++;
+        }
+    }
+    return n;
 }
 
+int l3_offers(crpm_level *lv, const crpm_plan *p, int64_t *epochs, int max)
+{
+    (void)lv;
+    int n = 0;
+    for (int r = 0; r < p->nranks && n + 2 <= max; r++) {
+        const int64_t *x = p->own + (size_t)r * L3F_N;
+        if (x[L3F_OK] != 1)
+            continue;
+        if (x[L3F_EPOCH] >= 1)
+            epochs[n++] = x[L3F_EPOCH];
+        if (x[L3F_PREV] >= 1)
+            epochs[n++] = x[L3F_PREV];
+    }
+    return n;
+}
 
 void l3_plan(crpm_level *lv, crpm_plan *p)
 {
     l3_state *s = l3_of(lv);
-    for (int r = 0; r < p->nranks; r++)
-        p->in_use |= p->rows[(size_t)r * CRPM_F_N + CRPM_F_PAR_OK] != 0;
-    p->nrepair = crpm_decide_l3_patch(p->rows, p->nranks, s->groups, s->members, s->lay.K, s->lay.M, p->repair);
+    p->nrepair = crpm_l3_can_rebuild(p->own, p->nranks, s->groups, s->members, s->lay.K, s->lay.M, p->run, p->epoch,
+                                     p->need, p->repair);
+}
+
+int l3_describe(crpm_level *lv, const crpm_plan *p, int r, char *buf, size_t n)
+{
+    l3_state *s = l3_of(lv);
+    const int64_t *x = p->own + (size_t)r * L3F_N;
+    int lost = 0, k = 0;
+    for (int q = 0; q < p->nranks; q++)
+        if (s->groups[q] == s->groups[r]) {
+            k++;
+            lost += p->need ? p->need[q] != 0 : 0;
+        }
+    if (x[L3F_BAD])
+        snprintf(buf, n, "its level-3 parity container is corrupt");
+    else if (p->need && lost > s->lay.M)
+        snprintf(buf, n, "its level-3 group lacks %d of %d members at that epoch (parity for %d)", lost, k,
+                 s->lay.M);
+    else
+        snprintf(buf, n, "its level-3 group's parity does not cover that epoch (this rank's parity: %s%lld)",
+                 x[L3F_OK] == 1 ? "epoch " : "none, ", (long long)(x[L3F_OK] == 1 ? x[L3F_EPOCH] : 0));
+    return x[L3F_BAD] != 0;
 }
 
 /* A rebuilt image becomes this rank's container at the agreed epoch:
@@ -243,7 +251,7 @@ static int prepare_rebuild(crpm_level *lv, const crpm_restart_io *io, int lost, 
     if (lost) {
         rc = io->set_aside(io->arg);
         /* the identity every container of the run holds (the decision checked it) */
-        memcpy(io->run_id, &io->plan->rows[(size_t)env->rank * CRPM_F_N + CRPM_F_RUN0], CRPM_RUN_ID_LEN);
+        memcpy(io->run_id, io->plan->run, CRPM_RUN_ID_LEN);
     } else if ((int64_t)crpm_container_epoch(*io->own) == io->epoch + 1) {
         rc = crpm_container_rollback(*io->own);
     }
@@ -308,7 +316,11 @@ int l3_restore(crpm_level *lv, const crpm_restart_io *io)
 int l3_resync(crpm_level *lv, const crpm_plan *p, int resumed, int64_t epoch)
 {
     const crpm_level_env *env = lv->env;
-    if (!resumed || !(p->in_use || p->nrepair))
+    int files = 0;
+    for (int r = 0; p->own && r < p->nranks; r++)
+        files |= p->own[(size_t)r * L3F_N + L3F_OK] != 0;
+    /* also when every parity container was lost: the containers record that the job had them */
+    if (!resumed || !(p->in_use || files || p->nrepair))
         return CRPM_SUCCESS;
     int usable = 0;
     uint64_t sent = 0;

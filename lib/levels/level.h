@@ -64,15 +64,22 @@ typedef struct crpm_level crpm_level;
 
 /* ---- the restart's views (lib/mpi/coordinate.c fills them) ---- */
 
-/* A follower's part of the restart plan, from every rank's facts. */
+/* A follower's part of the restart plan.  The decision (lib/mpi/decide.c)
+ * asks each follower, for a candidate epoch, which of the ranks that cannot
+ * bring that epoch back by themselves it can; the answer for the epoch
+ * chosen is the plan its restore op carries out. */
 typedef struct crpm_plan {
-    int64_t *rows;             /* nranks rows of CRPM_F_N facts (facts.h), as patched so far: the
-                                  level patches the rows of the ranks it repairs */
+    const int64_t *rows;       /* nranks rows of CRPM_F_N facts (facts.h): every rank's own container */
     const int64_t *own;        /* nranks rows of the level's own ops->nfacts columns */
     int nranks;
-    int64_t *repair;           /* out: nranks flags, the ranks whose container this level brings back */
+    const int64_t *run;        /* the run identity (2 words) being restored; NULL: none known yet */
+    int64_t epoch;             /* the question: this epoch ... */
+    const int64_t *need;       /* ... for the ranks flagged here (nranks flags); every other rank
+                                  holds it (its own container, or a level asked before this one) */
+    int64_t *repair;           /* out: nranks flags, the ranks of need it brings back at epoch */
     int nrepair;               /* out: how many */
-    int in_use;                /* out: some rank holds files of this level (resync brings them up) */
+    int in_use;                /* the job wrote checkpoints at this level (the containers' record,
+                                  facts.h CRPM_F_LEVELS): resync rebuilds its files whatever was lost */
 } crpm_plan;
 
 /* What a follower bringing containers back (restore) may use: this rank's
@@ -132,12 +139,21 @@ typedef struct crpm_level_ops {
     int (*event)(crpm_level *lv, int event);
 
     /* ---- restart (followers; every op may be NULL) ---- */
-    /* Collective: this rank's facts: its columns of the row (facts.h) and
-     * its own nfacts values.  What it finds damaged it stops trusting. */
-    int (*facts)(crpm_level *lv, int64_t *row, int64_t *own);
-    /* Pure, identical on every rank: which ranks the level can bring back;
-     * patches their rows so the decision sees them restored. */
+    /* Collective: this rank's own nfacts values (what it holds, checked
+     * against its checksums: what it finds damaged it stops trusting); row
+     * is this rank's container's row, read-only here. */
+    int (*facts)(crpm_level *lv, const int64_t *row, int64_t *own);
+    /* Pure, identical on every rank: the epochs (at most max) at which the
+     * level holds data of some rank, for the decision's candidates. */
+    int (*offers)(crpm_level *lv, const crpm_plan *p, int64_t *epochs, int max);
+    /* Pure, identical on every rank: of p->need, the ranks it can bring
+     * back at p->epoch (p->repair, p->nrepair). */
     void (*plan)(crpm_level *lv, crpm_plan *p);
+    /* Pure: what the level holds of rank r, for a refusal ("its level-2
+     * partner copy holds epoch 3"); returns 1 when that is damaged. */
+    int (*describe)(crpm_level *lv, const crpm_plan *p, int r, char *buf, size_t n);
+    /* The noun for what describe calls damaged ("level-2 partner copy"). */
+    const char *holding;
     /* Collective, only when the decision asks: a checkpoint of the level's
      * own to restart from; *f says what it found.  After a find, read and
      * stored read it. */
@@ -146,8 +162,10 @@ typedef struct crpm_level_ops {
      * repairs some rank: the lost containers come back (io->own reopened). */
     int (*restore)(crpm_level *lv, const crpm_restart_io *io);
     /* Collective, after the restart (attached to the primary's container):
-     * the level's files brought up to it.  resumed: the job resumed its
-     * level-1 checkpoint at epoch (else it starts anew or from level 4). */
+     * the level's files brought up to it, whatever survived of them (a
+     * restart leaves every level with as good a copy as before the
+     * failure).  resumed: the job resumed its level-1 checkpoint at epoch
+     * (else it starts anew or from level 4). */
     int (*resync)(crpm_level *lv, const crpm_plan *p, int resumed, int64_t epoch);
 
     /* ---- reading the checkpoint chosen at restart ---- */

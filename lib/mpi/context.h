@@ -27,6 +27,7 @@ typedef struct crpm_follower {
     int reads_arrays;          /* its write reads the arrays' bytes (level 4, the level-2 full-copy baseline):
                                   in the background it gets them read back from level 1 (background.c) */
     crpm_plan plan;            /* restart: its part of the plan (coordinate.c) */
+    struct crpm_decide_src *src; /* restart: the decision's view of it (coordinate.c) */
 } crpm_follower;
 
 typedef struct crpm_ctx {
@@ -48,6 +49,7 @@ typedef struct crpm_ctx {
     crpm_level primary;
     crpm_follower fol[CRPM_MAX_FOLLOWERS];
     int nfol;
+    struct crpm_decide_src *srcs; /* restart: the followers as the decision sees them (coordinate.c) */
     crpm_level *source;        /* what crpm_recover reads; NULL = fresh start */
     int status;                /* CRPM_STATUS_* decided at init */
     int recovered;             /* snapshot must not recover a second time */

@@ -6,6 +6,7 @@
 #include "background.h"
 #include "clock.h"
 #include "coordinate.h"
+#include "decide.h"
 #include "error.h"
 #include "level_table.h"
 
@@ -121,6 +122,11 @@ int crpm_coord_checkpoint(crpm_ctx *ctx, int id, int level, int rc, crpm_stats_t
     *t_commit = 0;
     if (rc == 0) {
         ctx->ckpt_count++;
+        /* the container records that the job has this level, so that a
+         * restart rebuilds its files even when all of them were lost */
+        crpm_container *c = ctx->primary.ops->container ? ctx->primary.ops->container(&ctx->primary) : NULL;
+        if (c && level > CRPM_L1 && level < 32 && crpm_coord_find(ctx, level))
+            crpm_container_note_levels(c, 1u << level);
         rc = ctx->primary.ops->write(&ctx->primary, ctx->arrays, ctx->narrays, id, st, &committed);
     }
     /* Checks, with the commit agreement, that all ranks passed the same id
@@ -204,15 +210,51 @@ int crpm_coord_facts(crpm_ctx *ctx, int64_t *row, int64_t *extra)
     return CRPM_SUCCESS;
 }
 
-int crpm_coord_plan(crpm_ctx *ctx, int64_t *rows, const int64_t *extra, int *repaired)
+/* The decision's questions, answered by the follower's plan op. */
+static int src_offers(void *arg, int64_t *epochs, int max)
 {
-    int nx = crpm_coord_nfacts(ctx), off = 0, rc = CRPM_SUCCESS;
-    *repaired = 0;
+    crpm_follower *f = arg;
+    return f->lv.ops->offers ? f->lv.ops->offers(&f->lv, &f->plan, epochs, max) : 0;
+}
+
+static int src_can(void *arg, int64_t epoch, const int64_t *need, const int64_t *run, int64_t *repair)
+{
+    crpm_follower *f = arg;
+    crpm_plan *p = &f->plan;
+    p->epoch = epoch;
+    p->need = need;
+    p->run = run;
+    p->repair = repair;
+    p->nrepair = 0;
+    f->lv.ops->plan(&f->lv, p);
+    return p->nrepair;
+}
+
+static int src_describe(void *arg, int r, const int64_t *need, char *buf, size_t n)
+{
+    crpm_follower *f = arg;
+    buf[0] = '\0';
+    if (!f->lv.ops->describe)
+        return 0;
+    const int64_t *keep = f->plan.need;
+    f->plan.need = need;
+    int bad = f->lv.ops->describe(&f->lv, &f->plan, r, buf, n);
+    f->plan.need = keep;
+    return bad;
+}
+
+int crpm_coord_plan(crpm_ctx *ctx, const int64_t *rows, const int64_t *extra, const int64_t *run,
+                    crpm_decide_src **srcs, int *nsrc)
+{
+    int nx = crpm_coord_nfacts(ctx), off = 0, rc = CRPM_SUCCESS, n = 0;
+    crpm_decide_src *s = calloc((size_t)ctx->nfol + 1, sizeof *s);
+    if (!s)
+        rc = crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory");
     FOR_OPEN(ctx, f) {
         crpm_plan *p = &f->plan;
         int k = f->lv.ops->nfacts;
         memset(p, 0, sizeof *p);
-        if (f->lv.ops->plan) {
+        if (s && f->lv.ops->plan) {
             p->repair = calloc((size_t)ctx->nranks, sizeof *p->repair);
             int64_t *own = k ? malloc(sizeof *own * (size_t)k * (size_t)ctx->nranks) : NULL;
             if (!p->repair || (k && !own))
@@ -220,18 +262,22 @@ int crpm_coord_plan(crpm_ctx *ctx, int64_t *rows, const int64_t *extra, int *rep
             for (int r = 0; own && r < ctx->nranks; r++)
                 memcpy(own + (size_t)r * (size_t)k, extra + (size_t)r * (size_t)nx + off, sizeof *own * (size_t)k);
             p->own = own;
+            p->rows = rows;
+            for (int r = 0; r < ctx->nranks && f->level < 32; r++)
+                p->in_use |= (rows[(size_t)r * CRPM_F_N + CRPM_F_LEVELS] >> f->level) & 1;
+            p->nranks = ctx->nranks;
+            p->run = run;
+            s[n] = (crpm_decide_src){.level = f->level, .holding = f->lv.ops->holding, .arg = f,
+                                     .offers = src_offers, .can = src_can, .describe = src_describe,
+                                     .repair = p->repair};
+            f->src = &s[n++];
         }
         off += k;
     }
-    rc = crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init");
-    FOR_OPEN(ctx, f)
-        if (rc == 0 && f->lv.ops->plan) {
-            f->plan.rows = rows;
-            f->plan.nranks = ctx->nranks;
-            f->lv.ops->plan(&f->lv, &f->plan);
-            *repaired += f->plan.nrepair;
-        }
-    return rc;
+    ctx->srcs = s;
+    *srcs = s;
+    *nsrc = n;
+    return crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init");
 }
 
 int crpm_coord_lookup(crpm_ctx *ctx, crpm_found *found, crpm_follower **from)
@@ -256,8 +302,23 @@ int crpm_coord_lookup(crpm_ctx *ctx, crpm_found *found, crpm_follower **from)
     return CRPM_SUCCESS;
 }
 
+/* The plan the decision left: its repair flags for the verdict's epoch. */
+static void settle(crpm_ctx *ctx, crpm_follower *f)
+{
+    crpm_plan *p = &f->plan;
+    p->nrepair = 0;
+    if (!f->src)
+        return;
+    p->repair = f->src->repair;
+    p->need = NULL;
+    for (int r = 0; r < ctx->nranks; r++)
+        p->nrepair += p->repair[r] != 0;
+}
+
 int crpm_coord_restore(crpm_ctx *ctx, crpm_restart_io *io)
 {
+    FOR_OPEN(ctx, f)
+        settle(ctx, f);
     FOR_OPEN(ctx, f)
         if (f->plan.nrepair && f->lv.ops->restore) {
             io->plan = &f->plan;
@@ -295,9 +356,11 @@ void crpm_coord_plan_free(crpm_ctx *ctx)
 {
     for (int i = 0; i < ctx->nfol; i++) {
         crpm_plan *p = &ctx->fol[i].plan;
-        free(p->repair);
+        free(ctx->fol[i].src ? ctx->fol[i].src->repair : NULL);
         free((void *)p->own);
-        p->repair = NULL;
-        p->own = NULL;
+        memset(p, 0, sizeof *p);
+        ctx->fol[i].src = NULL;
     }
+    free(ctx->srcs);
+    ctx->srcs = NULL;
 }

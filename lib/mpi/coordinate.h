@@ -55,15 +55,19 @@ int crpm_coord_nfacts(const crpm_ctx *ctx);
 /* Collective: the followers' facts into this rank's row (CRPM_F_N columns)
  * and its extra columns. */
 int crpm_coord_facts(crpm_ctx *ctx, int64_t *row, int64_t *extra);
-/* Collective: every follower's plan over every rank's rows (patched) and
- * extra columns (nranks rows of crpm_coord_nfacts).  *repaired: ranks some
- * follower brings back. */
-int crpm_coord_plan(crpm_ctx *ctx, int64_t *rows, const int64_t *extra, int *repaired);
+/* Collective: every follower with a plan op becomes a source of the
+ * decision (decide.h), over every rank's rows and extra columns (nranks rows
+ * of crpm_coord_nfacts) and the run being restored (NULL: none known);
+ * *srcs (nsrc of them) stays valid until crpm_coord_plan_free. */
+struct crpm_decide_src;
+int crpm_coord_plan(crpm_ctx *ctx, const int64_t *rows, const int64_t *extra, const int64_t *run,
+                    struct crpm_decide_src **srcs, int *nsrc);
 /* Collective: a follower's own checkpoint to restart from (the decision
  * asked); *from: the follower that found it (NULL: none). */
 int crpm_coord_lookup(crpm_ctx *ctx, crpm_found *f, crpm_follower **from);
-/* Collective: the followers whose plan repairs a rank bring the lost
- * containers back (io->plan set per follower). */
+/* Collective: the followers whose plan (the decision's repair flags for
+ * the verdict's epoch) repairs a rank bring those containers back (io->plan
+ * set per follower). */
 int crpm_coord_restore(crpm_ctx *ctx, crpm_restart_io *io);
 /* The restart's status: the highest level that repaired a rank, else L1. */
 int crpm_coord_status(const crpm_ctx *ctx);

@@ -8,7 +8,17 @@
 
 static const int64_t *row(const crpm_restart_facts *f, int r) { return f->rank + (size_t)r * CRPM_F_N; }
 
-/* Level 1 alone: what the containers allow. */
+/* Whether some level calls what it holds of rank r damaged. */
+static int src_damaged(const crpm_restart_facts *f, int r)
+{
+    char buf[256];
+    int bad = 0;
+    for (int i = 0; i < f->nsrc; i++)
+        bad |= f->src[i].describe && f->src[i].describe(f->src[i].arg, r, NULL, buf, sizeof buf);
+    return bad;
+}
+
+/* The containers alone: what they allow, and why not (for the error text). */
 static void judge_l1(const crpm_restart_facts *f, crpm_verdict *v)
 {
     int mismatch = 0, all_zero = 1;
@@ -37,14 +47,12 @@ static void judge_l1(const crpm_restart_facts *f, crpm_verdict *v)
             v->bad_prev = 1;
     }
     /* Containers holding data must all come from one run of the job. */
-    int mixed = 0, first = -1;
-    for (int r = 0; r < f->nranks; r++) {
+    int mixed = 0;
+    const int64_t *first = crpm_fact_reference(f->rank, f->nranks);
+    for (int r = 0; first && r < f->nranks; r++) {
         const int64_t *x = row(f, r);
-        if (!x[CRPM_F_EXISTS] || x[CRPM_F_RC] < 0 || x[CRPM_F_EPOCH] == 0)
-            continue;
-        if (first < 0)
-            first = r;
-        else if (x[CRPM_F_RUN0] != row(f, first)[CRPM_F_RUN0] || x[CRPM_F_RUN1] != row(f, first)[CRPM_F_RUN1])
+        if (x[CRPM_F_EXISTS] && x[CRPM_F_RC] == 0 && x[CRPM_F_EPOCH] != 0 &&
+            (x[CRPM_F_RUN0] != first[CRPM_F_RUN0] || x[CRPM_F_RUN1] != first[CRPM_F_RUN1]))
             mixed = 1;
     }
     if (mismatch || v->extra >= 0)
@@ -65,22 +73,22 @@ static void judge_l1(const crpm_restart_facts *f, crpm_verdict *v)
         v->l1 = CRPM_L1S_EPOCH;
     /* Only damage or loss lets another level take over; a configuration
      * that does not match the containers (geometry, job, rank count,
-     * format) is a mistake to fix, whatever level 4 holds. */
+     * format version) is a mistake to fix, whatever the levels hold. */
     int damage_only = 1, corrupt = 0, lost_copy = 0, bad = 0;
     for (int r = 0; r < f->nranks; r++) {
         const int64_t *x = row(f, r);
+        int srcbad = src_damaged(f, r);
         if (x[CRPM_F_RC] < 0 && !crpm_fact_damage(x[CRPM_F_RC]))
             damage_only = 0;
-        corrupt |= x[CRPM_F_RC] == CRPM_ERR_CORRUPT || x[CRPM_F_PAR_BAD];
-        lost_copy |= !x[CRPM_F_EXISTS] && x[CRPM_F_REP_BAD];
-        bad |= x[CRPM_F_BAD] != 0; /* also when a patch replaced it by a copy of another epoch */
+        corrupt |= x[CRPM_F_RC] == CRPM_ERR_CORRUPT || x[CRPM_F_RC] == CRPM_ERR_FORMAT || srcbad;
+        lost_copy |= !x[CRPM_F_EXISTS] && srcbad;
+        bad |= x[CRPM_F_BAD] != 0;
     }
-    /* damage the checksums found made level 1 unusable (a corrupt container,
-     * or a loss that a corrupt partner copy, parity or level-4 file could
-     * not make good, or a corrupt container whose only replacement is of an
-     * epoch the others cannot reach): one error on every rank naming all of it */
+    /* damage the checksums found made the containers unusable (a corrupt
+     * container, or a loss that a corrupt copy, parity or level-4 file could
+     * not make good): one error on every rank naming all of it */
     if ((v->l1 == CRPM_L1S_OPEN && damage_only && corrupt) ||
-        (v->l1 == CRPM_L1S_MISSING && (corrupt || lost_copy || bad || f->l4_damaged)) ||
+        (v->l1 == CRPM_L1S_MISSING && (corrupt || lost_copy || bad || f->found_damaged)) ||
         (v->l1 == CRPM_L1S_EPOCH && bad))
         v->l1 = CRPM_L1S_CORRUPT;
     v->damaged = v->l1 == CRPM_L1S_MISSING || v->l1 == CRPM_L1S_EPOCH || v->l1 == CRPM_L1S_CORRUPT ||
@@ -114,49 +122,190 @@ static void judge_full(const crpm_restart_facts *f, crpm_verdict *v)
     }
 }
 
+/* A container whose metadata opened: intact, or with damaged data only. */
+static int described(const int64_t *x) { return x[CRPM_F_EXISTS] && (x[CRPM_F_RC] == 0 || x[CRPM_F_BAD]); }
+
+static int desc_epoch(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The candidate epochs, newest first, without repeats: what the containers
+ * and the sources hold.  Returns how many (*out: malloc'd). */
+static int candidates(const crpm_restart_facts *f, int64_t **out)
+{
+    int cap = 2 * f->nranks + 8, n = 0;
+    for (int i = 0; i < f->nsrc; i++)
+        cap += 2 * f->nranks + 8;
+    int64_t *e = malloc(sizeof *e * (size_t)cap);
+    if (!e) {
+        *out = NULL;
+        return 0;
+    }
+    for (int r = 0; r < f->nranks; r++) {
+        const int64_t *x = row(f, r);
+        if (!described(x) || x[CRPM_F_NRANKS])
+            continue;
+        e[n++] = x[CRPM_F_EPOCH];
+        if (x[CRPM_F_PREV])
+            e[n++] = x[CRPM_F_EPOCH] - 1;
+    }
+    for (int i = 0; i < f->nsrc; i++)
+        if (f->src[i].offers)
+            n += f->src[i].offers(f->src[i].arg, e + n, cap - n);
+    qsort(e, (size_t)n, sizeof *e, desc_epoch);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (e[i] >= 1 && (k == 0 || e[k - 1] != e[i]))
+            e[k++] = e[i];
+    *out = e;
+    return k;
+}
+
+/* Whether every rank brings `epoch` back, from its container or a source
+ * (their repair flags then say which); need: scratch, nranks flags. */
+static int serves(const crpm_restart_facts *f, const int64_t *run, int64_t epoch, int64_t *need)
+{
+    int left = 0;
+    for (int r = 0; r < f->nranks; r++) {
+        need[r] = !crpm_fact_holds(row(f, r), run, epoch);
+        left += (int)need[r];
+    }
+    for (int i = 0; i < f->nsrc; i++) {
+        crpm_decide_src *s = &f->src[i];
+        memset(s->repair, 0, sizeof *s->repair * (size_t)f->nranks);
+        s->nrepair = 0;
+        if (!left || !s->can)
+            continue;
+        s->can(s->arg, epoch, need, run, s->repair);
+        for (int r = 0; r < f->nranks; r++)
+            if (need[r] && s->repair[r]) {
+                need[r] = 0;
+                s->nrepair++;
+                left--;
+            } else {
+                s->repair[r] = 0;
+            }
+    }
+    return left == 0;
+}
+
+static void clear_repairs(const crpm_restart_facts *f)
+{
+    for (int i = 0; i < f->nsrc; i++) {
+        memset(f->src[i].repair, 0, sizeof *f->src[i].repair * (size_t)f->nranks);
+        f->src[i].nrepair = 0;
+    }
+}
+
+/* The newest epoch every rank brings back (-1: none; want: the newest
+ * candidate).  The sources' repair flags describe it. */
+static int64_t search(const crpm_restart_facts *f, int64_t *want)
+{
+    const int64_t *ref = crpm_fact_reference(f->rank, f->nranks);
+    int64_t run[2], *eps = NULL, best = -1;
+    if (ref) {
+        run[0] = ref[CRPM_F_RUN0];
+        run[1] = ref[CRPM_F_RUN1];
+    }
+    int n = candidates(f, &eps);
+    int64_t *need = malloc(sizeof *need * (size_t)(f->nranks + 1));
+    *want = n > 0 ? eps[0] : -1;
+    for (int i = 0; need && i < n && best < 0; i++)
+        if (serves(f, ref ? run : NULL, eps[i], need))
+            best = eps[i];
+    if (best < 0)
+        clear_repairs(f);
+    free(need);
+    free(eps);
+    return best;
+}
+
+/* A checkpoint a level found of its own replaces the containers' epoch
+ * only when it is newer and of this run: some rank committed its epoch
+ * with its checkpoint id (a file of an earlier run may carry any epoch). */
+static int found_newer(const crpm_restart_facts *f, int64_t epoch)
+{
+    if (!f->found || f->found_epoch <= epoch)
+        return 0;
+    for (int r = 0; r < f->nranks; r++) {
+        const int64_t *x = row(f, r);
+        if (described(x) && x[CRPM_F_EPOCH] == f->found_epoch && x[CRPM_F_UID] == f->found_id)
+            return 1;
+    }
+    return 0;
+}
+
 crpm_verdict crpm_decide_restart(const crpm_restart_facts *f)
 {
     crpm_verdict v = {0};
     v.full_id = -1;
+    v.top = v.want = -1;
+    v.epoch = -1;
     judge_l1(f, &v);
-    if (v.l1 == CRPM_L1S_USABLE) {
+    for (int r = 0; r < f->nranks; r++)
+        if (described(row(f, r)) && row(f, r)[CRPM_F_EPOCH] > v.top)
+            v.top = row(f, r)[CRPM_F_EPOCH];
+    int mistake = v.l1 == CRPM_L1S_NRANKS || v.l1 == CRPM_L1S_MIXED || (v.l1 == CRPM_L1S_OPEN && !v.damaged);
+    int64_t best = -1;
+    if (!mistake && !f->l1_rejected)
+        best = search(f, &v.want);
+    else
+        clear_repairs(f);
+    if (best >= 1) {
+        int64_t held = INT64_MAX; /* the oldest epoch a rank committed intact */
+        for (int r = 0; r < f->nranks; r++)
+            if (row(f, r)[CRPM_F_EXISTS] && row(f, r)[CRPM_F_RC] == 0 && row(f, r)[CRPM_F_EPOCH] < held)
+                held = row(f, r)[CRPM_F_EPOCH];
         v.kind = CRPM_V_L1;
-        v.epoch = v.emin;
-        if (f->repaired && f->top_epoch > v.epoch) {
-            /* a repair lands on an older epoch: a level-4 file of the newest one serves it whole */
-            if (!f->l4_known) {
-                v.kind = CRPM_V_ASK_L4;
+        v.epoch = best;
+        for (int i = 0; i < f->nsrc; i++)
+            v.repaired += f->src[i].nrepair;
+        v.fallback = held != INT64_MAX && best < held;
+        v.l1 = CRPM_L1S_USABLE;
+        /* Something newer may have been committed by every rank, then lost on
+         * some: a level's own checkpoint may hold it.  Not when the only
+         * ranks beyond `best` are ranks one epoch ahead that still hold it
+         * (a checkpoint that not every rank committed). */
+        if (v.repaired > 0 || v.fallback || best < v.top - 1) {
+            if (!f->asked) {
+                v.kind = CRPM_V_ASK;
                 return v;
             }
-            if (f->l4_found && f->l4_epoch == f->top_epoch && f->l4_id == f->top_uid) {
-                v.kind = CRPM_V_L4;
+            if (found_newer(f, best)) {
+                clear_repairs(f);
+                v.kind = CRPM_V_FOUND;
                 v.set_aside = 1;
+                v.repaired = 0;
             }
         }
-    } else if (v.l1 != CRPM_L1S_FRESH && !v.damaged) {
-        v.kind = CRPM_V_ERROR; /* a mismatch: below */
-    } else if (!f->l4_known) {
-        /* A level-4 checkpoint takes precedence over a fresh start and over damage. */
-        v.kind = CRPM_V_ASK_L4;
+    } else if (mistake) {
+        v.kind = CRPM_V_ERROR; /* below */
+    } else if (!f->asked) {
+        /* A level's own checkpoint takes precedence over a fresh start and over damage. */
+        v.kind = CRPM_V_ASK;
         return v;
-    } else if (f->l4_found) {
-        v.kind = CRPM_V_L4;
-        v.set_aside = v.damaged;
-    } else if (v.l1 == CRPM_L1S_FRESH && !f->l4_damaged) {
-        v.kind = CRPM_V_FRESH;
+    } else if (f->found) {
+        v.kind = CRPM_V_FOUND;
+        v.set_aside = v.damaged || v.l1 != CRPM_L1S_FRESH;
+    } else if (v.l1 == CRPM_L1S_FRESH && !f->found_damaged &&
+               (v.want < 0 || (v.n_exist == f->nranks && v.n_fail == 0))) {
+        v.kind = CRPM_V_FRESH; /* no data anywhere, or only a rank ahead of an empty job */
     } else if (f->unrecoverable_fresh) {
         v.kind = CRPM_V_FRESH; /* asked for: the unusable checkpoints are kept aside */
         v.set_aside = 1;
     } else {
         v.kind = CRPM_V_ERROR;
-        if (v.l1 == CRPM_L1S_FRESH) {
-            v.l1 = CRPM_L1S_L4_CORRUPT;
+        if (v.l1 == CRPM_L1S_FRESH && v.want < 0) {
+            v.l1 = CRPM_L1S_FOUND_CORRUPT;
             v.code = CRPM_ERR_CORRUPT;
             return v;
         }
+        if (v.l1 == CRPM_L1S_USABLE || v.l1 == CRPM_L1S_FRESH)
+            v.l1 = CRPM_L1S_EPOCH; /* the containers agree but cannot serve (rejected), or only copies hold data */
     }
     if (v.kind == CRPM_V_ERROR) {
-        v.kind = CRPM_V_ERROR;
         v.code = v.l1 == CRPM_L1S_NRANKS    ? CRPM_ERR_NRANKS
                  : v.l1 == CRPM_L1S_MIXED   ? CRPM_ERR_IDENTITY
                  : v.l1 == CRPM_L1S_MISSING ? CRPM_ERR_MISSING
@@ -177,16 +326,17 @@ crpm_verdict crpm_decide_restart(const crpm_restart_facts *f)
     return v;
 }
 
-/* "1, 4, 7" (at most 8 listed) for the ranks whose fact `field` passes. */
-static void fmt_ranks(char *buf, size_t n, const crpm_restart_facts *f, int field, int want)
+/* Appends "<sep>ranks" for the ranks pass(r) selects, at most 8 listed;
+ * returns how many there are. */
+static int list_ranks(char *buf, size_t n, const crpm_restart_facts *f, int (*pass)(const crpm_restart_facts *, int,
+                                                                                    const void *),
+                      const void *arg)
 {
     size_t used = 0;
     int listed = 0, total = 0;
     buf[0] = '\0';
     for (int r = 0; r < f->nranks; r++) {
-        int64_t x = row(f, r)[field];
-        int pass = want == 1 ? x != 0 : want == 0 ? x == 0 : x < 0;
-        if (!pass)
+        if (!pass(f, r, arg))
             continue;
         total++;
         if (listed < 8 && used < n) {
@@ -196,47 +346,54 @@ static void fmt_ranks(char *buf, size_t n, const crpm_restart_facts *f, int fiel
     }
     if (total > listed && used < n)
         snprintf(buf + used, n - used, " and %d more", total - listed);
+    return total;
 }
 
-/* "1, 4, 7" (at most 8 listed) for the ranks whose row passes `pred`. */
-static void fmt_if(char *buf, size_t n, const crpm_restart_facts *f, int (*pred)(const int64_t *))
+static int is_corrupt(const crpm_restart_facts *f, int r, const void *a)
 {
-    size_t used = 0;
-    int listed = 0, total = 0;
-    buf[0] = '\0';
-    for (int r = 0; r < f->nranks; r++) {
-        if (!pred(row(f, r)))
-            continue;
-        total++;
-        if (listed < 8 && used < n) {
-            used += (size_t)snprintf(buf + used, n - used, "%s%d", listed ? ", " : "", r);
-            listed++;
-        }
-    }
-    if (total > listed && used < n)
-        snprintf(buf + used, n - used, " and %d more", total - listed);
+    (void)a;
+    const int64_t *x = row(f, r);
+    return x[CRPM_F_BAD] || (x[CRPM_F_EXISTS] && (x[CRPM_F_RC] == CRPM_ERR_CORRUPT || x[CRPM_F_RC] == CRPM_ERR_FORMAT));
+}
+static int is_missing(const crpm_restart_facts *f, int r, const void *a)
+{
+    (void)a;
+    return !row(f, r)[CRPM_F_EXISTS];
+}
+static int is_unreadable(const crpm_restart_facts *f, int r, const void *a)
+{
+    (void)a;
+    const int64_t *x = row(f, r);
+    return x[CRPM_F_RC] < 0 && !is_corrupt(f, r, a);
+}
+static int prev_bad(const crpm_restart_facts *f, int r, const void *a)
+{
+    (void)a;
+    return row(f, r)[CRPM_F_PREV_BAD] != 0;
+}
+static int src_bad(const crpm_restart_facts *f, int r, const void *a)
+{
+    const crpm_decide_src *s = a;
+    char buf[256];
+    (void)f;
+    return s->describe && s->describe(s->arg, r, NULL, buf, sizeof buf);
+}
+static int has_field(const crpm_restart_facts *f, int r, const void *a)
+{
+    return row(f, r)[*(const int *)a] != 0;
+}
+static int has_rc(const crpm_restart_facts *f, int r, const void *a)
+{
+    (void)a;
+    return row(f, r)[CRPM_F_RC] < 0;
 }
 
-static int is_corrupt(const int64_t *x)
-{
-    return x[CRPM_F_BAD] || (x[CRPM_F_EXISTS] && x[CRPM_F_RC] == CRPM_ERR_CORRUPT);
-}
-static int is_missing(const int64_t *x) { return !x[CRPM_F_EXISTS]; }
-static int is_unreadable(const int64_t *x)
-{
-    return x[CRPM_F_RC] < 0 && x[CRPM_F_RC] != CRPM_ERR_CORRUPT && !x[CRPM_F_BAD];
-}
-static int rep_bad(const int64_t *x) { return x[CRPM_F_REP_BAD] != 0; }
-static int par_bad(const int64_t *x) { return x[CRPM_F_PAR_BAD] != 0; }
-static int prev_bad(const int64_t *x) { return x[CRPM_F_PREV_BAD] != 0; }
-
-/* Appends "; <what> <ranks>" when some rank passes pred. */
-static size_t add_part(char *buf, size_t n, size_t used, const crpm_restart_facts *f, int (*pred)(const int64_t *),
-                       const char *fmt)
+/* Appends "; <what with the ranks>" when some rank passes. */
+static size_t add_part(char *buf, size_t n, size_t used, const crpm_restart_facts *f,
+                       int (*pass)(const crpm_restart_facts *, int, const void *), const void *arg, const char *fmt)
 {
     char ranks[128];
-    fmt_if(ranks, sizeof ranks, f, pred);
-    if (!ranks[0] || used >= n)
+    if (!list_ranks(ranks, sizeof ranks, f, pass, arg) || used >= n)
         return used;
     used += (size_t)snprintf(buf + used, n - used, "%s", used ? "; " : "");
     if (used < n)
@@ -244,37 +401,85 @@ static size_t add_part(char *buf, size_t n, size_t used, const crpm_restart_fact
     return used;
 }
 
+/* Which ranks lack the newest candidate epoch and what each holds: "at
+ * epoch 3 (the newest any rank or level holds), rank 2: its container is
+ * missing, its level-2 partner copy holds epoch 1" (at most 4 ranks). */
+static void lacking(const crpm_restart_facts *f, const crpm_verdict *v, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (v->want < 1)
+        return;
+    const int64_t *ref = crpm_fact_reference(f->rank, f->nranks);
+    int64_t run[2] = {ref ? ref[CRPM_F_RUN0] : 0, ref ? ref[CRPM_F_RUN1] : 0};
+    int64_t *need = calloc((size_t)f->nranks + 1, sizeof *need);
+    if (!need)
+        return;
+    for (int r = 0; r < f->nranks; r++)
+        need[r] = !crpm_fact_holds(row(f, r), ref ? run : NULL, v->want);
+    size_t used = (size_t)snprintf(buf, n, "; at epoch %lld, the newest a container or level holds, ",
+                                   (long long)v->want);
+    int shown = 0, total = 0;
+    for (int r = 0; r < f->nranks && used < n; r++) {
+        if (!need[r])
+            continue;
+        if (++total > 4)
+            continue;
+        const int64_t *x = row(f, r);
+        used += (size_t)snprintf(buf + used, n - used, "%srank %d: its container %s", shown++ ? "; " : "", r,
+                                 !x[CRPM_F_EXISTS]         ? "is missing"
+                                 : x[CRPM_F_BAD]           ? "fails its checksums"
+                                 : x[CRPM_F_RC] < 0        ? "cannot be read"
+                                 : x[CRPM_F_EPOCH] < v->want ? "holds an older epoch"
+                                                           : "holds a newer epoch only");
+        for (int i = 0; i < f->nsrc && used < n; i++) {
+            char what[256];
+            if (!f->src[i].describe)
+                continue;
+            f->src[i].describe(f->src[i].arg, r, need, what, sizeof what);
+            used += (size_t)snprintf(buf + used, n - used, ", %s", what);
+        }
+    }
+    if (total > 4 && used < n)
+        snprintf(buf + used, n - used, "; and %d more rank%s", total - 4, total - 4 == 1 ? "" : "s");
+    free(need);
+}
+
 /* Damage no redundancy could repair: the same text on every rank, naming
  * what is damaged or lost; the damaged rank adds its own file and detail. */
-static int damage_error(const crpm_restart_facts *f, int me, const char *own_msg, const char *job_dir,
-                        const char *job_name)
+static int damage_error(const crpm_restart_facts *f, const crpm_verdict *v, int me, const char *own_msg,
+                        const char *job_dir, const char *job_name)
 {
-    char what[1024] = "", fmt[256];
+    char what[1024] = "", fmt[256], lack[1024];
     size_t used = 0;
     snprintf(fmt, sizeof fmt, "the container of rank(s) %%s (rank-<r>.crpm in its node's job directory, here %s) is "
              "corrupt", job_dir);
-    used = add_part(what, sizeof what, used, f, is_corrupt, fmt);
-    used = add_part(what, sizeof what, used, f, is_missing, "the container of rank(s) %s is missing");
-    used = add_part(what, sizeof what, used, f, is_unreadable, "the container of rank(s) %s cannot be read");
-    used = add_part(what, sizeof what, used, f, rep_bad, "the level-2 partner copy of rank(s) %s is corrupt");
-    used = add_part(what, sizeof what, used, f, par_bad, "the level-3 parity container of rank(s) %s is corrupt");
-    used = add_part(what, sizeof what, used, f, prev_bad, "the previous epoch of rank(s) %s is corrupt too");
-    if (f->l4_damaged && used < sizeof what)
+    used = add_part(what, sizeof what, used, f, is_corrupt, NULL, fmt);
+    used = add_part(what, sizeof what, used, f, is_missing, NULL, "the container of rank(s) %s is missing");
+    used = add_part(what, sizeof what, used, f, is_unreadable, NULL, "the container of rank(s) %s cannot be read");
+    for (int i = 0; i < f->nsrc; i++) {
+        char part[160];
+        snprintf(part, sizeof part, "the %s of rank(s) %%s is corrupt", f->src[i].holding ? f->src[i].holding : "copy");
+        used = add_part(what, sizeof what, used, f, src_bad, &f->src[i], part);
+    }
+    used = add_part(what, sizeof what, used, f, prev_bad, NULL, "the previous epoch of rank(s) %s is corrupt too");
+    if (f->found_damaged && used < sizeof what)
         snprintf(what + used, sizeof what - used, "%sthe level-4 files are damaged", used ? "; " : "");
+    lacking(f, v, lack, sizeof lack);
     const int64_t *mine = row(f, me);
     int own = (mine[CRPM_F_RC] < 0 || mine[CRPM_F_BAD]) && own_msg && own_msg[0];
     return crpm_error(CRPM_ERR_CORRUPT,
-                      "crpm_init: job '%s' cannot restart: %s; no intact partner copy, level-3 parity or level-4 "
-                      "checkpoint makes good what is damaged or lost at an epoch every rank holds; no file was "
+                      "crpm_init: job '%s' cannot restart: %s; no level (partner copy, parity or level-4 "
+                      "checkpoint) makes good what is damaged or lost at an epoch every rank holds%s; no file was "
                       "changed or removed%s%s",
-                      job_name, what, own ? "; this rank: " : "", own ? own_msg : "");
+                      job_name, what, lack, own ? "; this rank: " : "", own ? own_msg : "");
 }
 
 int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int me, const char *own_msg,
                        const char *job_dir, const char *job_name)
 {
-    char ranks[256];
+    char ranks[256], lack[1024];
     const int64_t *mine = row(f, me);
+    int field = CRPM_F_NRANKS;
     switch (v->l1) {
     case CRPM_L1S_NRANKS:
         if (v->extra >= 0)
@@ -282,20 +487,18 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
                               "crpm_init: %s/rank-%d.crpm exists: the checkpoint of job '%s' was written by more "
                               "than the %d ranks of this run",
                               job_dir, v->extra, job_name, f->nranks);
-        fmt_ranks(ranks, sizeof ranks, f, CRPM_F_NRANKS, 1);
+        list_ranks(ranks, sizeof ranks, f, has_field, &field);
         return crpm_error(CRPM_ERR_NRANKS,
                           "crpm_init: the containers of rank(s) %s in %s were written by a run with another "
                           "number of ranks (this run has %d)%s%s",
                           ranks, job_dir, f->nranks, mine[CRPM_F_NRANKS] ? ": " : "",
                           mine[CRPM_F_NRANKS] ? own_msg : "");
     case CRPM_L1S_MIXED: {
-        int first = 0, other = -1;
-        while (row(f, first)[CRPM_F_EPOCH] == 0 || row(f, first)[CRPM_F_RC] < 0 || !row(f, first)[CRPM_F_EXISTS])
-            first++;
+        const int64_t *ref = crpm_fact_reference(f->rank, f->nranks);
+        int first = (int)((ref - f->rank) / CRPM_F_N), other = -1;
         for (int r = first + 1; r < f->nranks && other < 0; r++)
             if (row(f, r)[CRPM_F_EXISTS] && row(f, r)[CRPM_F_RC] == 0 && row(f, r)[CRPM_F_EPOCH] != 0 &&
-                (row(f, r)[CRPM_F_RUN0] != row(f, first)[CRPM_F_RUN0] ||
-                 row(f, r)[CRPM_F_RUN1] != row(f, first)[CRPM_F_RUN1]))
+                (row(f, r)[CRPM_F_RUN0] != ref[CRPM_F_RUN0] || row(f, r)[CRPM_F_RUN1] != ref[CRPM_F_RUN1]))
                 other = r;
         return crpm_error(CRPM_ERR_IDENTITY,
                           "crpm_init: the containers in %s come from different runs of job '%s' (rank %d's and "
@@ -303,41 +506,38 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
                           job_dir, job_name, first, other);
     }
     case CRPM_L1S_MISSING: {
-        int l2 = 0;
-        for (int r = 0; r < f->nranks; r++)
-            l2 |= row(f, r)[CRPM_F_REP_FILE] != 0;
-        fmt_ranks(ranks, sizeof ranks, f, CRPM_F_EXISTS, 0);
+        field = CRPM_F_EXISTS;
+        list_ranks(ranks, sizeof ranks, f, is_missing, NULL);
+        lacking(f, v, lack, sizeof lack);
         return crpm_error(CRPM_ERR_MISSING,
-                          "crpm_init: job '%s' has checkpoints in %s but the container of rank(s) %s is missing%s; "
-                          "refusing to start fresh over them; no file was changed or removed (if a node is back or "
-                          "the configuration differs from the run that wrote them, relaunch as that run; to start "
-                          "anew, set on_unrecoverable = fresh in [advanced], which keeps them aside, or use another "
-                          "job_name)",
-                          job_name, job_dir, ranks,
-                          l2 ? " and so is its level-2 partner copy (a node and its partner node were lost; no "
-                               "level-4 checkpoint to fall back to)" : "");
+                          "crpm_init: job '%s' has checkpoints in %s but the container of rank(s) %s is missing and "
+                          "no level brings it back%s; refusing to start fresh over them; no file was changed or "
+                          "removed (if a node is back or the configuration differs from the run that wrote them, "
+                          "relaunch as that run; to start anew, set on_unrecoverable = fresh in [advanced], which "
+                          "keeps them aside, or use another job_name)",
+                          job_name, job_dir, ranks, lack);
     }
     case CRPM_L1S_OPEN: {
         if (mine[CRPM_F_RC] < 0)
             return crpm_error((int)mine[CRPM_F_RC], "crpm_init: cannot open %s/rank-%d.crpm: %s", job_dir, me,
                               own_msg);
-        fmt_ranks(ranks, sizeof ranks, f, CRPM_F_RC, -1);
+        list_ranks(ranks, sizeof ranks, f, has_rc, NULL);
         int first = 0;
         while (row(f, first)[CRPM_F_RC] == 0)
             first++;
         return crpm_error(CRPM_ERR_REMOTE,
-                          "crpm_init: the container of rank(s) %s in %s cannot be opened (rank %d: %s)", ranks,
-                          job_dir, first, crpm_strerror((int)row(f, first)[CRPM_F_RC]));
+                          "crpm_init: the container of rank(s) %s cannot be opened (rank %d: %s; it is in that "
+                          "rank's node's job directory)", ranks, first, crpm_strerror((int)row(f, first)[CRPM_F_RC]));
     }
     case CRPM_L1S_CORRUPT:
-        return damage_error(f, me, own_msg, job_dir, job_name);
+        return damage_error(f, v, me, own_msg, job_dir, job_name);
     case CRPM_L1S_FULL_ON_DIFF:
         return crpm_error(CRPM_ERR_CONFIG,
                           "crpm_init: job '%s' has differential checkpoints; method = full cannot restart from them",
                           job_name);
     case CRPM_L1S_FULL_NOCOMMON:
         return crpm_error(CRPM_ERR_EPOCH, "crpm_init: the ranks' full checkpoint files have no common id");
-    case CRPM_L1S_L4_CORRUPT:
+    case CRPM_L1S_FOUND_CORRUPT:
         return crpm_error(CRPM_ERR_CORRUPT,
                           "crpm_init: the only checkpoint of job '%s' is a level-4 file that is corrupt (%s); "
                           "refusing to start fresh (set on_unrecoverable = fresh in [advanced] to start anew)",
@@ -345,56 +545,11 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
     default:
         if (own_msg && own_msg[0] && v->emax - v->emin <= 1 && !v->bad_prev)
             return crpm_error(CRPM_ERR_EPOCH, "%s", own_msg);
+        lacking(f, v, lack, sizeof lack);
         return crpm_error(CRPM_ERR_EPOCH,
-                          "crpm_init: the containers in %s hold epochs %lld to %lld%s: they cannot be reconciled",
-                          job_dir, (long long)v->emin, (long long)v->emax,
-                          v->bad_prev ? " and a rank ahead has no previous epoch" : "");
+                          "crpm_init: the containers of job '%s' hold epochs %lld to %lld%s and no level brings "
+                          "every rank to one of them%s: they cannot be reconciled; no file was changed or removed",
+                          job_name, (long long)v->emin, (long long)v->emax,
+                          v->bad_prev ? " (a rank ahead has no previous epoch)" : "", lack);
     }
-}
-
-/* A container whose metadata opened: intact, or with damaged data only. */
-static int described(const int64_t *x) { return x[CRPM_F_EXISTS] && (x[CRPM_F_RC] == 0 || x[CRPM_F_BAD]); }
-
-void crpm_decide_top(const int64_t *rows, int nranks, int64_t *epoch, int64_t *uid)
-{
-    *epoch = *uid = -1;
-    for (int r = 0; r < nranks; r++) {
-        const int64_t *x = rows + (size_t)r * CRPM_F_N;
-        if (described(x) && x[CRPM_F_EPOCH] > *epoch) {
-            *epoch = x[CRPM_F_EPOCH];
-            *uid = x[CRPM_F_UID];
-        }
-    }
-}
-
-int crpm_decide_prev_patch(int64_t *rows, int nranks)
-{
-    int n = 0;
-    for (int r = 0; r < nranks; r++) {
-        const int64_t *x = rows + (size_t)r * CRPM_F_N;
-        n += x[CRPM_F_BAD] && x[CRPM_F_RC] == CRPM_ERR_CORRUPT && x[CRPM_F_PREV] && x[CRPM_F_EPOCH] >= 2;
-    }
-    if (!n)
-        return 0;
-    int64_t *t = malloc(sizeof *t * CRPM_F_N * (size_t)nranks);
-    if (!t)
-        return 0; /* no fallback: the damage is reported */
-    memcpy(t, rows, sizeof *t * CRPM_F_N * (size_t)nranks);
-    for (int r = 0; r < nranks; r++) {
-        int64_t *x = t + (size_t)r * CRPM_F_N;
-        if (!(x[CRPM_F_BAD] && x[CRPM_F_RC] == CRPM_ERR_CORRUPT && x[CRPM_F_PREV] && x[CRPM_F_EPOCH] >= 2))
-            continue;
-        x[CRPM_F_RC] = 0;
-        x[CRPM_F_BAD] = 0;
-        x[CRPM_F_EPOCH]--;
-        x[CRPM_F_PREV] = 0;
-    }
-    crpm_restart_facts tf = {.nranks = nranks, .rank = t};
-    crpm_verdict tv = {0};
-    judge_l1(&tf, &tv);
-    /* every rank at the damaged ranks' previous epoch or one ahead of it with that epoch intact */
-    if (tv.l1 == CRPM_L1S_USABLE)
-        memcpy(rows, t, sizeof *t * CRPM_F_N * (size_t)nranks);
-    free(t);
-    return tv.l1 == CRPM_L1S_USABLE ? n : 0;
 }

@@ -683,7 +683,7 @@ static int settle(crpm_ctx *ctx, crpm_rs_restart *s, const int *node_of, crpm_rs
                   const char *l4_path)
 {
     for (int round = 0;; round++) {
-        int kind = plan(ctx, s, node_of, l4, v->kind == CRPM_V_L4, l4_path);
+        int kind = plan(ctx, s, node_of, l4, v->kind == CRPM_V_FOUND, l4_path);
         if (kind == CRPM_RS_NONE)
             return CRPM_SUCCESS;
         if (kind == CRPM_RS_ERROR)
@@ -731,7 +731,7 @@ static int settle(crpm_ctx *ctx, crpm_rs_restart *s, const int *node_of, crpm_rs
 
 int crpm_reshape_restart(crpm_ctx *ctx, crpm_verdict *v, const char *l4_path)
 {
-    int applies = (v->kind == CRPM_V_FRESH && !v->set_aside) || v->kind == CRPM_V_L4 ||
+    int applies = (v->kind == CRPM_V_FRESH && !v->set_aside) || v->kind == CRPM_V_FOUND ||
                   (v->kind == CRPM_V_ERROR && v->code == CRPM_ERR_NRANKS);
     if (!applies || ctx->cfg.method != CRPM_METHOD_DIFFERENTIAL)
         return CRPM_SUCCESS;

@@ -29,8 +29,8 @@ typedef struct gathered {
     crpm_container *c;         /* this rank's container, if it opened (also when its data is damaged) */
     char own_msg[512];         /* why it did not, or what its data check found */
     int corrupt;               /* its checksums failed: set aside as .corrupt-<time> */
-    int nprev;                 /* ranks falling back to their previous epoch (crpm_decide_prev_patch) */
     int node_rank;
+    int64_t run[2];            /* the run identity being restored (the sources' plans point here) */
     crpm_found found;          /* what a follower's lookup found (the decision asked) */
     crpm_follower *found_by;
 } gathered;
@@ -45,6 +45,7 @@ static void check_own(crpm_ctx *ctx, gathered *g, int64_t *mine)
     int bad = 0, prev_bad = 0;
     char msg[sizeof g->own_msg];
     mine[CRPM_F_UID] = (int64_t)crpm_container_user_id(g->c);
+    mine[CRPM_F_LEVELS] = (int64_t)crpm_container_levels(g->c);
     if (crpm_testhook_skip_data_check())
         return;
     int rc = crpm_container_verify_epochs(g->c, &bad, &prev_bad, msg, sizeof msg);
@@ -211,49 +212,46 @@ static int apply_l1(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
 static int decide(crpm_ctx *ctx, gathered *g, crpm_verdict *v)
 {
     *v = crpm_decide_restart(&g->f);
-    if (v->kind != CRPM_V_ASK_L4)
+    if (v->kind != CRPM_V_ASK)
         return CRPM_SUCCESS;
     int rc = crpm_coord_lookup(ctx, &g->found, &g->found_by);
-    g->f.l4_known = 1;
-    g->f.l4_found = rc == 0 && g->found.found;
-    g->f.l4_epoch = g->found.epoch;
-    g->f.l4_id = g->found.id;
-    g->f.l4_damaged = rc == 0 && g->found.damaged;
+    g->f.asked = 1;
+    g->f.found = rc == 0 && g->found.found;
+    g->f.found_epoch = g->found.epoch;
+    g->f.found_id = g->found.id;
+    g->f.found_damaged = rc == 0 && g->found.damaged;
     if (rc == 0)
         *v = crpm_decide_restart(&g->f);
     return rc;
 }
 
-/* The followers' plans over every rank's facts, then the decision. */
+/* The followers' sources over every rank's facts, then the decision. */
 static int plan(crpm_ctx *ctx, gathered *g, crpm_verdict *v)
 {
-    int repaired = 0;
-    crpm_decide_top(g->all, ctx->nranks, &g->f.top_epoch, &g->f.top_uid);
-    int rc = crpm_coord_plan(ctx, g->all, g->extra, &repaired);
-    if (rc != 0)
-        return rc;
-    g->nprev = crpm_decide_prev_patch(g->all, ctx->nranks);
-    g->f.repaired = repaired + g->nprev > 0;
-    return decide(ctx, g, v);
+    const int64_t *ref = crpm_fact_reference(g->all, ctx->nranks);
+    if (ref)
+        memcpy(g->run, &ref[CRPM_F_RUN0], sizeof g->run);
+    int rc = crpm_coord_plan(ctx, g->all, g->extra, ref ? g->run : NULL, &g->f.src, &g->f.nsrc);
+    return rc == 0 ? decide(ctx, g, v) : rc;
 }
 
-/* Damaged data nothing could repair at its epoch: every rank resumes at the
- * epoch before it, which every rank holds intact (crpm_decide_prev_patch). */
-static void note_fallback(crpm_ctx *ctx, const gathered *g, const crpm_verdict *v)
+/* An epoch older than one some rank committed intact: say why. */
+static void note_fallback(crpm_ctx *ctx, const crpm_verdict *v)
 {
     if (ctx->rank == 0 && ctx->cfg.verbosity >= 1) {
-        fprintf(stderr, "[crpm] restart: epoch %lld is damaged on %d rank%s and no partner copy, parity or level-4 "
-                "checkpoint holds it intact: every rank resumes at epoch %lld\n", (long long)g->f.top_epoch,
-                g->nprev, g->nprev == 1 ? "" : "s", (long long)v->epoch);
+        fprintf(stderr, "[crpm] restart: the newest checkpoint (epoch %lld) cannot be brought back on every rank "
+                "from any level: every rank resumes at epoch %lld, the newest that can\n", (long long)v->top,
+                (long long)v->epoch);
         fflush(stderr);
     }
 }
 
-/* A level-1 verdict: the followers bring lost containers back. */
+/* A level-1 verdict: the followers bring the containers back that cannot
+ * serve the epoch themselves. */
 static int restore_lost(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
 {
-    if (g->nprev)
-        note_fallback(ctx, g, v);
+    if (v->fallback)
+        note_fallback(ctx, v);
     crpm_restart_io io = {.epoch = v->epoch, .path = ctx->path, .own = &g->c, .run_id = ctx->run_id,
                           .set_aside = io_set_aside, .open = io_open, .arg = g};
     return crpm_coord_restore(ctx, &io);
@@ -290,8 +288,8 @@ static int apply_other(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
 {
     int fresh = v->kind == CRPM_V_FRESH || v->kind == CRPM_V_FULL ||
                 (v->kind == CRPM_V_ERROR && v->l1 == CRPM_L1S_FULL_NOCOMMON);
-    int rc = fresh || v->kind == CRPM_V_L4 ? new_run_id(ctx) : CRPM_SUCCESS;
-    if (rc == 0 && v->kind == CRPM_V_L4 && g->found_by) {
+    int rc = fresh || v->kind == CRPM_V_FOUND ? new_run_id(ctx) : CRPM_SUCCESS;
+    if (rc == 0 && v->kind == CRPM_V_FOUND && g->found_by) {
         /* Level 1 is made anew beside the restart from the follower's checkpoint. */
         char what[128];
         snprintf(what, sizeof what, "crpm_init: re-creating the containers after a level-%d restart",
@@ -310,7 +308,7 @@ static int apply_other(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
         rc = create_fresh(ctx, g, v, "crpm_init: creating the containers");
     if (rc == 0 && v->kind == CRPM_V_ERROR)
         rc = crpm_agree(ctx->comm, ctx->rank,
-                        crpm_verdict_error(&g->f, v, ctx->rank, v->l1 == CRPM_L1S_L4_CORRUPT ? g->found.why : g->own_msg,
+                        crpm_verdict_error(&g->f, v, ctx->rank, v->l1 == CRPM_L1S_FOUND_CORRUPT ? g->found.why : g->own_msg,
                                            ctx->job_dir, ctx->cfg.job_name),
                         "crpm_init");
     return rc;
@@ -337,7 +335,7 @@ int crpm_restart(crpm_ctx *ctx)
     if (rc == 0 && v.kind == CRPM_V_L1)
         rc = resume_l1(ctx, &g, &v);
     if (rc == 0) /* another rank count's checkpoint may apply (reshape.c): v becomes a fresh start */
-        rc = crpm_reshape_restart(ctx, &v, g.found_by && g.found_by->level == 4 && g.found.found ? g.found.where : NULL);
+        rc = crpm_reshape_restart(ctx, &v, g.found_by && g.found.found ? g.found.where : NULL);
     if (rc == 0 && v.kind != CRPM_V_L1)
         rc = apply_other(ctx, &g, &v);
     /* The primary level over this rank's container (or full files), then

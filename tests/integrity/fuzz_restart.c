@@ -17,14 +17,14 @@
  * it lies) or the level-4 file (a byte of a dataset, or any byte, classified
  * by crpm_l4_verify_file).
  *
- * The expected outcome follows from the rules (docs/integrity.md), not from
- * the library: a damaged or wiped container comes back from an intact
- * partner copy or enough intact parity at the epoch they hold; when that
- * epoch is older than the newest, a level-4 file of the newest epoch serves
- * instead; a container whose committed data alone is damaged, with its
- * previous epoch intact, takes every rank back to that epoch; else the
- * newest intact level-4 file; else CRPM_ERR_CORRUPT on every rank when
- * anything damaged took part, CRPM_ERR_MISSING when only losses did.
+ * The expected outcome follows from the rules (docs/levels.md), not from
+ * the library: the newest checkpoint every rank can bring back, from its own
+ * container (its committed epoch, or the one before when that is intact),
+ * else from an intact partner copy or enough intact parity of that
+ * checkpoint; when that is older than the newest, a level-4 file of the
+ * newest serves instead; none: the newest intact level-4 file; else
+ * CRPM_ERR_CORRUPT on every rank when anything damaged took part,
+ * CRPM_ERR_MISSING when only losses did.
  * crpm_init is called again and every rank checks: the status, then every
  * array bit for bit against the checkpoint expected (and the recorded
  * checkpoint number), the damaged container kept as .corrupt-<time> when it
@@ -158,9 +158,10 @@ static void config_text(const plan *p, char *out, size_t n)
 /* ---- the expected outcome --------------------------------------------------------- */
 
 /* Level 3 can rebuild the lost members when every codeword with a lost
- * data unit keeps K-M units (par_ok: parity intact on a surviving holder).
- * The layout (lib/levels/l3_code.h): codeword c's parity is held by members
- * c .. c+M-1 (mod K), the other members are its data; member r is rank r. */
+ * data unit keeps K-M units (par_ok: parity of the epoch intact on a
+ * surviving holder).  The layout (lib/levels/l3_code.h): codeword c's
+ * parity is held by members c .. c+M-1 (mod K), the other members are its
+ * data; member r is rank r. */
 static int l3_decodable(const plan *p, const int *lost, const int *par_ok)
 {
     int nlost = 0;
@@ -184,51 +185,73 @@ static int l3_decodable(const plan *p, const int *lost, const int *par_ok)
     return 1;
 }
 
+/* Whether a copy-like file (a container, partner copy or parity container)
+ * brings back checkpoint `at`, when it committed `top` and holds the one
+ * before only while `chain` (the checkpoint before was written to it too);
+ * dmg: this file was hit (cls, in_prev as found).  Damaged committed data or
+ * metadata makes a copy or parity unusable as a whole (it is closed); a
+ * container keeps its intact previous epoch. */
+static int holds(int at, int top, int chain, int hit, const found *f, int whole_on_data)
+{
+    if (at < 1 || (at != top && !(chain && at == top - 1)))
+        return 0;
+    if (!hit || f->cls == C_HARMLESS)
+        return 1;
+    if (f->cls == C_META || whole_on_data)
+        return 0;
+    return at == top ? 0 : !f->in_prev;
+}
+
+/* The rule (docs/levels.md): the newest checkpoint every rank brings back,
+ * from its container, else its partner copy (level 2) or its group's
+ * survivors and parity (level 3); a level-4 file of a newer checkpoint than
+ * that wins; none: the newest level-4 file; else an error. */
 static expect expected(const plan *p, const found *f)
 {
     expect e = {1, CRPM_STATUS_L1, p->nckpt, 0, -1};
     int det = p->target != T_NONE && f->cls != C_HARMLESS, E = p->nckpt;
-    int lost[NP], copy_ok[NP], par_ok[NP], nlost = 0;
     int l4 = p->variant != V_NO_L4 && !(p->target == T_L4 && det);
     int l4_epoch = p->variant == V_L4_FIRST ? 1 : E;
-    int red_epoch = p->variant == V_L4_LAST ? E - 1 : E; /* what the copies and the parity describe */
-    for (int r = 0; r < NP; r++) {
-        lost[r] = p->wiped[r] || (p->target == T_L1 && p->trank == r && det);
-        copy_ok[r] = !p->wiped[(r + 1) % NP] && !(p->target == T_COPY && p->trank == r && det);
-        par_ok[r] = !p->wiped[r] && !(p->target == T_PAR && p->trank == r && det);
-        nlost += lost[r];
-    }
-    int l1_damaged = p->target == T_L1 && det;
-    if (!nlost)
+    /* the newest checkpoint the copies and the parity hold; a partner copy is
+     * a replica of the container at that checkpoint (the one before it too),
+     * parity holds the one before only when it encoded it */
+    int red = p->variant == V_L4_LAST ? E - 1 : E, red_chain = !(p->variant == V_L4_FIRST && red - 1 == 1);
+    int l1_damaged = p->target == T_L1 && det, any_lost = l1_damaged;
+    for (int r = 0; r < NP; r++)
+        any_lost |= p->wiped[r];
+    if (!any_lost)
         return e;
-    int repaired = 1;
-    for (int r = 0; r < NP && p->level == 2; r++)
-        repaired &= !lost[r] || copy_ok[r];
-    if (p->level == 3)
-        repaired = l3_decodable(p, lost, par_ok);
-    /* a damaged container whose previous epoch is intact, every other loss
-     * restored by level 2 with that epoch: every rank goes back to it */
-    int fallback = !repaired && p->level == 2 && l1_damaged && f->cls == C_DATA && !f->in_prev && E >= 2;
-    for (int r = 0; fallback && r < NP; r++)
-        fallback &= r == p->trank || !lost[r] || copy_ok[r];
-    int any_restored = 0;
-    for (int r = 0; fallback && r < NP; r++)
-        any_restored |= r != p->trank && lost[r];
-    if (repaired || fallback) {
-        int at = repaired ? red_epoch : E - 1;
-        e.aside = repaired && l1_damaged ? p->trank : -1;
-        if (at == E) {
-            e.status = p->level == 2 ? CRPM_STATUS_L2 : CRPM_STATUS_L3;
-            return e;
+    for (int at = E; at >= E - 1 && at >= 1; at--) {
+        int own[NP], lost[NP], par_ok[NP], by[NP], ok = 1, level_used = 0;
+        for (int r = 0; r < NP; r++) {
+            own[r] = !p->wiped[r] && holds(at, E, 1, p->target == T_L1 && p->trank == r, f, 0);
+            lost[r] = !own[r];
+            by[r] = own[r] ? 1 : 0;
+            par_ok[r] = p->level == 3 && !p->wiped[r] &&
+                        holds(at, red, red_chain, p->target == T_PAR && p->trank == r, f, 1);
         }
-        if (l4 && l4_epoch == E) { /* older than the newest: a level-4 file of the newest serves */
+        for (int r = 0; r < NP && p->level == 2; r++)
+            if (!own[r] && !p->wiped[(r + 1) % NP] && holds(at, red, 1, p->target == T_COPY && p->trank == r, f, 1))
+                by[r] = 2;
+        if (p->level == 3 && l3_decodable(p, lost, par_ok))
+            for (int r = 0; r < NP; r++)
+                by[r] = by[r] ? by[r] : 3;
+        for (int r = 0; r < NP; r++) {
+            ok &= by[r] != 0;
+            level_used = by[r] > level_used ? by[r] : level_used;
+        }
+        if (!ok)
+            continue;
+        int replaced = l1_damaged && by[p->trank] > 1;
+        /* older than the newest: a level-4 file of the newest serves */
+        if (at < E && l4 && l4_epoch == E) {
             e.status = CRPM_STATUS_L4;
             e.aside = l1_damaged ? p->trank : -1;
             return e;
         }
-        e.status = repaired ? (p->level == 2 ? CRPM_STATUS_L2 : CRPM_STATUS_L3)
-                            : any_restored ? CRPM_STATUS_L2 : CRPM_STATUS_L1;
+        e.status = level_used; /* CRPM_STATUS_Ln == n */
         e.ckpt = at;
+        e.aside = replaced ? p->trank : -1;
         return e;
     }
     if (l4) {
@@ -239,7 +262,7 @@ static expect expected(const plan *p, const found *f)
     }
     int lost_copy_damaged = 0;
     for (int r = 0; r < NP && p->level == 2; r++)
-        lost_copy_damaged |= lost[r] && p->target == T_COPY && p->trank == r && det;
+        lost_copy_damaged |= p->wiped[r] && p->target == T_COPY && p->trank == r && det;
     int par_damaged = p->target == T_PAR && det;
     int l4_damaged = p->target == T_L4 && det;
     e.ok = 0;

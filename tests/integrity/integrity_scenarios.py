@@ -6,13 +6,18 @@ named part of a file (damage.h), through the level-2 test program
 failure-free run in a fresh directory; "the files are unchanged" compares
 the SHA-256 of every file of the named nodes before and after.
 
-  l3_survivor     level 3 (K = 4, M = 1): a bit flipped in every data segment
-                  of rank 1's container and node 2 wiped: every rank fails
+  l3_survivor     level 3 (K = 4, M = 1), 16-KiB segments: a bit flipped in
+                  every data segment of rank 1's container (its previous
+                  epoch too) and node 2 wiped: every rank fails
                   crpm_init with CRPM_ERR_CORRUPT naming rank 1 (corrupt) and
                   rank 2 (missing), twice, and no file changes; with the
                   corrupt container removed instead: CRPM_ERR_MISSING, no
                   file changes; with it repaired (the saved bytes put back):
-                  CRPM_STATUS_L3 and the reference result
+                  CRPM_STATUS_L3 and the reference result; a byte the last
+                  checkpoint wrote flipped instead (the previous epoch
+                  intact) with node 2 wiped: every rank resumes one
+                  checkpoint back, rank 2 rebuilt from that checkpoint's
+                  parity (CRPM_STATUS_L3, iteration 18, reference result)
   l3_unit_check   the same (a byte of every chunk) with the restart's data check
                   skipped (CRPM_TEST_SKIP_DATA_CHECK, test builds): the
                   survivor's own check of each unit it adds to the rebuild
@@ -172,10 +177,12 @@ def set_aside(d, job, r):
 
 
 def scenario_l3_survivor(c):
-    d, cfg = first_run(c, "l3s", 3)
+    adv = {"segment_size": "16K"}  # small segments: some hold data of the previous epoch too
+    d, cfg = first_run(c, "l3s", 3, advanced=adv)
     saved = own(d, "l3s", 1) + ".saved"
     shutil.copyfile(own(d, "l3s", 1), saved)
-    c.damage(own(d, "l3s", 1), "segments")
+    out = c.damage(own(d, "l3s", 1), "segments")
+    check("previous epoch too" in out, "every segment damaged but not the previous epoch: %s" % out)
     L.wipe(d, [2])
     for attempt in ("relaunch", "second relaunch"):
         expect_all_fail(c, d, cfg, 3, ERR_CORRUPT, "%s with rank 1 corrupt, node 2 lost" % attempt,
@@ -188,7 +195,15 @@ def scenario_l3_survivor(c):
     shutil.rmtree(d)
     shutil.copytree(kept, d)
     shutil.copyfile(saved, own(d, "l3s", 1))
-    expect_resume(c, d, cfg, 3, 40, "l3", 20, "relaunch with the container repaired")
+    expect_resume(c, d, cfg, 3, 40, "l3", 20, "relaunch with the container repaired", adv)
+    # a byte the last checkpoint wrote: rank 1's previous epoch is intact and
+    # so is the parity of that checkpoint, so every rank resumes there, rank 2
+    # rebuilt from parity at that epoch
+    d, cfg = first_run(c, "l3s", 3)
+    out = c.damage(own(d, "l3s", 1), "fresh")
+    check("previous epoch too" not in out, "damage that should spare the previous epoch: %s" % out)
+    L.wipe(d, [2])
+    expect_resume(c, d, cfg, 3, 40, "l3", 18, "rank 1 corrupt at the newest checkpoint, node 2 lost")
 
 
 def scenario_l2_owner(c):

@@ -8,7 +8,7 @@
  * (reading the committed epoch, not the arrays); committed renames it into
  * place once every rank wrote its copy; undo drops it.  Restart: facts say
  * whether this rank's copy opens and passes its checksums, and its epoch and
- * run; plan lets a rank whose container is lost take its copy's facts;
+ * run; plan says which ranks lacking an epoch its copies bring back;
  * restore writes the copy back in place of the lost container; resync copies
  * every container again. */
 #include <errno.h>
@@ -90,7 +90,7 @@ static int copy_undo(crpm_level *lv) { return crpm_unlink_quiet(st(lv)->tmp); }
 
 /* ---- restart ---- */
 
-static int copy_facts(crpm_level *lv, int64_t *row, int64_t *own)
+static int copy_facts(crpm_level *lv, const int64_t *row, int64_t *own)
 {
     (void)row;
     copy_state *s = st(lv);
@@ -118,28 +118,41 @@ static int copy_facts(crpm_level *lv, int64_t *row, int64_t *own)
     return CRPM_SUCCESS;
 }
 
+static const int64_t *cp_row(const crpm_plan *p, int r) { return p->own + (size_t)r * CP_N; }
+
+static int copy_offers(crpm_level *lv, const crpm_plan *p, int64_t *epochs, int max)
+{
+    (void)lv;
+    int n = 0;
+    for (int r = 0; r < p->nranks && n + 2 <= max; r++)
+        if (cp_row(p, r)[CP_OK]) {
+            epochs[n++] = cp_row(p, r)[CP_EPOCH];
+            if (cp_row(p, r)[CP_PREV])
+                epochs[n++] = cp_row(p, r)[CP_EPOCH] - 1;
+        }
+    return n;
+}
+
 static void copy_plan(crpm_level *lv, crpm_plan *p)
 {
     (void)lv;
-    const int64_t *ref = crpm_fact_reference(p->rows, p->nranks);
     for (int r = 0; r < p->nranks; r++) {
-        int64_t *x = p->rows + (size_t)r * CRPM_F_N;
-        const int64_t *o = p->own + (size_t)r * CP_N;
-        p->in_use |= o[CP_FILE] != 0;
-        if (!crpm_fact_lost(x) || !o[CP_OK] || o[CP_EPOCH] == 0)
-            continue;
-        if (ref && (o[CP_RUN0] != ref[CRPM_F_RUN0] || o[CP_RUN1] != ref[CRPM_F_RUN1]))
-            continue;
-        x[CRPM_F_EXISTS] = 1;
-        x[CRPM_F_RC] = 0;
-        x[CRPM_F_NRANKS] = 0;
-        x[CRPM_F_EPOCH] = o[CP_EPOCH];
-        x[CRPM_F_PREV] = o[CP_PREV];
-        x[CRPM_F_RUN0] = o[CP_RUN0];
-        x[CRPM_F_RUN1] = o[CP_RUN1];
-        p->repair[r] = 1;
-        p->nrepair++;
+        const int64_t *o = cp_row(p, r);
+        p->repair[r] = p->need[r] && o[CP_OK] &&
+                       crpm_fact_copy_holds(1, o[CP_EPOCH], o[CP_PREV] != 0, o[CP_RUN0], o[CP_RUN1], p->run, p->epoch);
+        p->nrepair += (int)p->repair[r];
     }
+}
+
+static int copy_describe(crpm_level *lv, const crpm_plan *p, int r, char *buf, size_t n)
+{
+    (void)lv;
+    const int64_t *o = cp_row(p, r);
+    if (o[CP_OK])
+        snprintf(buf, n, "its copy holds epoch %lld", (long long)o[CP_EPOCH]);
+    else
+        snprintf(buf, n, "its copy is %s", o[CP_FILE] ? "unusable" : "missing");
+    return o[CP_FILE] && !o[CP_OK];
 }
 
 static int copy_restore(crpm_level *lv, const crpm_restart_io *io)
@@ -159,7 +172,10 @@ static int copy_resync(crpm_level *lv, const crpm_plan *p, int resumed, int64_t 
 {
     (void)epoch;
     copy_state *s = st(lv);
-    if (!resumed || !p->in_use)
+    int files = 0;
+    for (int r = 0; r < p->nranks; r++)
+        files |= cp_row(p, r)[CP_FILE] != 0;
+    if (!resumed || !(p->in_use || files))
         return CRPM_SUCCESS;
     int rc = s->own ? copy_file(s->own->path, s->path) : CRPM_SUCCESS;
     return crpm_agree(lv->env->comm, lv->env->rank, rc, "copy level: copying the containers again");
@@ -181,7 +197,10 @@ static const crpm_level_ops copy_ops = {
     .committed = copy_committed,
     .undo = copy_undo,
     .facts = copy_facts,
+    .offers = copy_offers,
     .plan = copy_plan,
+    .describe = copy_describe,
+    .holding = "copy",
     .restore = copy_restore,
     .resync = copy_resync,
     .remove = copy_remove,

@@ -6,6 +6,8 @@
 #include "config.h"
 #include "crpm_types.h"
 #include "decide.h"
+#include "l2_internal.h"
+#include "l3_internal.h"
 
 #define MAXR 4
 /* One rank's facts: exists, open rc, other rank count, epoch, prev, extra, full0, full1. */
@@ -17,16 +19,16 @@ typedef struct tcase {
     const char *name;
     int nranks;
     rowf r[MAXR];
-    int method, l1_rejected, l4_known, l4_found;
+    int method, l1_rejected, asked, found;
     int kind, code, l1;   /* expected; code/l1 checked when >= 0 / != -1 */
     int64_t epoch;        /* expected for CRPM_V_L1, full id for CRPM_V_FULL */
-    int l4_damaged, unrecoverable_fresh, set_aside; /* facts, and the expected set_aside */
+    int found_damaged, unrecoverable_fresh, set_aside; /* facts, and the expected set_aside */
 } tcase;
 
 static const tcase cases[] = {
-    {"no containers: ask level 4 first", 2, {NONE, NONE}, 0, 0, 0, 0, CRPM_V_ASK_L4, -1, CRPM_L1S_FRESH, 0, 0, 0, 0},
+    {"no containers: ask level 4 first", 2, {NONE, NONE}, 0, 0, 0, 0, CRPM_V_ASK, -1, CRPM_L1S_FRESH, 0, 0, 0, 0},
     {"no containers, no level 4: fresh", 2, {NONE, NONE}, 0, 0, 1, 0, CRPM_V_FRESH, -1, CRPM_L1S_FRESH, 0, 0, 0, 0},
-    {"no containers, level 4: resume L4", 2, {NONE, NONE}, 0, 0, 1, 1, CRPM_V_L4, -1, CRPM_L1S_FRESH, 0, 0, 0, 0},
+    {"no containers, level 4: resume L4", 2, {NONE, NONE}, 0, 0, 1, 1, CRPM_V_FOUND, -1, CRPM_L1S_FRESH, 0, 0, 0, 0},
     {"all at epoch 0: fresh", 3, {OK(0, 0), OK(0, 0), OK(0, 0)}, 0, 0, 1, 0, CRPM_V_FRESH, -1, CRPM_L1S_FRESH, 0, 0, 0, 0},
     {"all at epoch 5: resume L1", 2, {OK(5, 1), OK(5, 1)}, 0, 0, 0, 0, CRPM_V_L1, -1, CRPM_L1S_USABLE, 5, 0, 0, 0},
     {"usable L1 wins over level 4", 2, {OK(5, 1), OK(5, 1)}, 0, 0, 1, 1, CRPM_V_L1, -1, CRPM_L1S_USABLE, 5, 0, 0, 0},
@@ -37,7 +39,7 @@ static const tcase cases[] = {
     {"rank ahead of epoch 0 without previous: fresh", 2, {OK(0, 0), OK(1, 0)}, 0, 0, 1, 0, CRPM_V_FRESH, -1,
      CRPM_L1S_FRESH, 0, 0, 0, 0},
     {"epochs two apart", 2, {OK(5, 1), OK(7, 1)}, 0, 0, 1, 0, CRPM_V_ERROR, CRPM_ERR_EPOCH, CRPM_L1S_EPOCH, 0, 0, 0, 0},
-    {"epochs two apart, level 4 serves", 2, {OK(5, 1), OK(7, 1)}, 0, 0, 1, 1, CRPM_V_L4, -1, CRPM_L1S_EPOCH, 0, 0, 0, 1},
+    {"epochs two apart, level 4 serves", 2, {OK(5, 1), OK(7, 1)}, 0, 0, 1, 1, CRPM_V_FOUND, -1, CRPM_L1S_EPOCH, 0, 0, 0, 1},
     {"one container missing", 3, {OK(3, 1), NONE, OK(3, 1)}, 0, 0, 1, 0, CRPM_V_ERROR, CRPM_ERR_MISSING,
      CRPM_L1S_MISSING, 0, 0, 0, 0},
     {"missing beside empty containers: fresh", 3, {OK(0, 0), NONE, OK(0, 0)}, 0, 0, 1, 0, CRPM_V_FRESH, -1,
@@ -72,13 +74,13 @@ static const tcase cases[] = {
     {"other rank count beside level 4: error", 2, {OK(3, 1), {{1, CRPM_ERR_NRANKS, 1, 0, 0, -1, -1, -1}}}, 0, 0, 1,
      1, CRPM_V_ERROR, CRPM_ERR_NRANKS, CRPM_L1S_NRANKS, 0, 0, 0, 0},
     {"corrupt container, level 4 serves, set aside", 2, {OK(3, 1), {{1, CRPM_ERR_CORRUPT, 0, 0, 0, -1, -1, -1}}},
-     0, 0, 1, 1, CRPM_V_L4, -1, CRPM_L1S_CORRUPT, 0, 0, 0, 1},
-    {"lost container, level 4 serves, set aside", 3, {OK(3, 1), NONE, OK(3, 1)}, 0, 0, 1, 1, CRPM_V_L4, -1,
+     0, 0, 1, 1, CRPM_V_FOUND, -1, CRPM_L1S_CORRUPT, 0, 0, 0, 1},
+    {"lost container, level 4 serves, set aside", 3, {OK(3, 1), NONE, OK(3, 1)}, 0, 0, 1, 1, CRPM_V_FOUND, -1,
      CRPM_L1S_MISSING, 0, 0, 0, 1},
     {"lost container, nothing else, fresh asked for", 3, {OK(3, 1), NONE, OK(3, 1)}, 0, 0, 1, 0, CRPM_V_FRESH, -1,
      CRPM_L1S_MISSING, 0, 0, 1, 1},
     {"only checkpoint a corrupt level-4 file", 2, {NONE, NONE}, 0, 0, 1, 0, CRPM_V_ERROR, CRPM_ERR_CORRUPT,
-     CRPM_L1S_L4_CORRUPT, 0, 1, 0, 0},
+     CRPM_L1S_FOUND_CORRUPT, 0, 1, 0, 0},
     {"corrupt level-4 file, fresh asked for", 2, {NONE, NONE}, 0, 0, 1, 0, CRPM_V_FRESH, -1, CRPM_L1S_FRESH, 0, 1,
      1, 1},
     {"containers of two runs of the job", 3, {OK(4, 1), {{1, 0, 0, 4, 1, -1, -1, -1, 7, 7}}, OK(4, 1)}, 0, 0, 1, 1,
@@ -89,58 +91,9 @@ static const tcase cases[] = {
      CRPM_L1S_USABLE, 4, 1, 0, 0},
 };
 
-/* Level 2: a container lost or damaged comes from its partner copy when
- * that copy opened and belongs to the same run. */
-#define L2ROW(ex, rc, e, p, run, rfile, rok, re, rp, rrun) \
-    {{(ex), (rc), 0, (e), (p), -1, -1, -1, (run), 0, (rfile), (rok), (re), (rp), (rrun), 0}}
-typedef struct l2case {
-    const char *name;
-    rowf r[3];
-    int restored;         /* rank expected to be restored, -1 none */
-    int kind;             /* verdict after patching */
-    int64_t epoch;
-    const char *text;     /* error text must contain it (NULL: not checked) */
-} l2case;
-
-static void l2_cases(void)
-{
-    const l2case cs[] = {
-        {"lost container, copy at the same epoch", {L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7), L2ROW(0, 0, 0, 0, 0, 1, 1, 5, 1, 7),
-          L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7)}, 1, CRPM_V_L1, 5, NULL},
-        {"lost container, copy one epoch behind", {L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7), L2ROW(0, 0, 0, 0, 0, 1, 1, 4, 0, 7),
-          L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7)}, 1, CRPM_V_L1, 4, NULL},
-        {"corrupt container, copy serves", {L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7),
-          L2ROW(1, CRPM_ERR_CORRUPT, 0, 0, 0, 1, 1, 5, 1, 7), L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7)}, 1, CRPM_V_L1, 5, NULL},
-        {"copy of another run is not used", {L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7), L2ROW(0, 0, 0, 0, 0, 1, 1, 5, 1, 8),
-          L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7)}, -1, CRPM_V_ERROR, 0, "missing"},
-        {"mismatched container is not replaced", {L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7),
-          L2ROW(1, CRPM_ERR_GEOMETRY, 0, 0, 0, 1, 1, 5, 1, 7), L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7)}, -1, CRPM_V_ERROR, 0,
-         NULL},
-        {"container and copy lost together", {L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7), L2ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
-          L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7)}, -1, CRPM_V_ERROR, 0, "partner copy"},
-        {"empty copy restores nothing", {L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7), L2ROW(0, 0, 0, 0, 0, 1, 1, 0, 0, 7),
-          L2ROW(1, 0, 5, 1, 7, 1, 1, 5, 1, 7)}, -1, CRPM_V_ERROR, 0, "missing"},
-    };
-    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
-        int64_t rows[3 * CRPM_F_N], restore[3];
-        for (int r = 0; r < 3; r++)
-            memcpy(rows + r * CRPM_F_N, cs[i].r[r].f, sizeof cs[i].r[r].f);
-        int n = crpm_decide_l2_patch(rows, 3, restore);
-        crpm_restart_facts f = {.nranks = 3, .rank = rows, .l4_known = 1};
-        crpm_verdict v = crpm_decide_restart(&f);
-        int bad = n != (cs[i].restored >= 0) || (cs[i].restored >= 0 && !restore[cs[i].restored]) || v.kind != cs[i].kind ||
-                  (v.kind == CRPM_V_L1 && v.epoch != cs[i].epoch);
-        if (v.kind == CRPM_V_ERROR) {
-            crpm_verdict_error(&f, &v, 0, "", "/ckpt/job", "job");
-            bad |= cs[i].text && !strstr(crpm_last_error(), cs[i].text);
-        }
-        CHECK(!bad, "l2 %s: restored %d, kind %d (want %d), epoch %lld: %s", cs[i].name, n, v.kind, cs[i].kind,
-              (long long)v.epoch, v.kind == CRPM_V_ERROR ? crpm_last_error() : "");
-    }
-}
-
-/* Damaged data (restart.c's checks set BAD, PREV_BAD, REP_BAD, PAR_BAD):
- * 3 ranks, ring partners; rows built field by field. */
+/* ---- the levels as sources ----------------------------------------------------
+ * Rows built field by field; a level is the real level 2 plan (l2_plan over
+ * its own facts) or level 3's (crpm_l3_can_rebuild), or a test copy level. */
 typedef struct irow { int64_t f[CRPM_F_N]; } irow;
 
 static irow intact(int64_t e, int64_t uid)
@@ -153,10 +106,6 @@ static irow intact(int64_t e, int64_t uid)
     x.f[CRPM_F_EXTRA] = x.f[CRPM_F_FULL0] = x.f[CRPM_F_FULL1] = -1;
     x.f[CRPM_F_RUN0] = 7;
     x.f[CRPM_F_UID] = uid;
-    x.f[CRPM_F_REP_FILE] = x.f[CRPM_F_REP_OK] = 1;
-    x.f[CRPM_F_REP_EPOCH] = e;
-    x.f[CRPM_F_REP_PREV] = 1;
-    x.f[CRPM_F_REP_RUN0] = 7;
     return x;
 }
 
@@ -179,11 +128,11 @@ static irow lost(void)
     return x;
 }
 
-/* its partner copy lags one epoch */
-static irow behind(irow x)
+static irow open_error(int rc)
 {
-    x.f[CRPM_F_REP_EPOCH] = (x.f[CRPM_F_REP_EPOCH] ? x.f[CRPM_F_REP_EPOCH] : x.f[CRPM_F_EPOCH]) - 1;
-    x.f[CRPM_F_REP_PREV] = 0;
+    irow x = lost();
+    x.f[CRPM_F_EXISTS] = 1;
+    x.f[CRPM_F_RC] = rc;
     return x;
 }
 
@@ -193,92 +142,218 @@ static irow no_prev(irow x)
     return x;
 }
 
-static irow no_copy(irow x, int corrupt)
+/* What level 2 knows of one rank's partner copy (its own facts). */
+typedef struct cp { int file, ok; int64_t epoch; int prev, run, bad; } cp;
+#define CP(e, p) {1, 1, (e), (p), 7, 0}
+#define CP_NONE {0, 0, 0, 0, 0, 0}
+#define CP_BAD {1, 0, 0, 0, 0, 1}
+/* Level 3's parity held by one rank: ok, epoch, previous epoch (-1 none), run, bad. */
+typedef struct par { int ok; int64_t epoch, prev; int run, bad; } par;
+#define PAR(e, p) {1, (e), (p), 7, 0}
+#define PAR_NONE {0, 0, -1, 0, 0}
+
+#define NR 4
+typedef struct world {
+    int nranks;
+    int64_t rows[NR * CRPM_F_N];
+    int64_t l2own[NR * L2_NFACTS], l3own[NR * L3F_N];
+    int groups[NR], members[NR], K, M;
+    int64_t rep2[NR], rep3[NR];
+    crpm_plan p2;
+} world;
+
+static int l2_src_offers(void *arg, int64_t *epochs, int max)
 {
-    x.f[CRPM_F_REP_OK] = 0;
-    x.f[CRPM_F_REP_EPOCH] = 0;
-    x.f[CRPM_F_REP_FILE] = corrupt;
-    x.f[CRPM_F_REP_BAD] = corrupt;
-    return x;
+    world *w = arg;
+    return l2_offers(NULL, &w->p2, epochs, max);
+}
+static int l2_src_can(void *arg, int64_t epoch, const int64_t *need, const int64_t *run, int64_t *repair)
+{
+    world *w = arg;
+    w->p2.epoch = epoch;
+    w->p2.need = need;
+    w->p2.run = run;
+    w->p2.repair = repair;
+    l2_plan(NULL, &w->p2);
+    return w->p2.nrepair;
+}
+static int l2_src_describe(void *arg, int r, const int64_t *need, char *buf, size_t n)
+{
+    world *w = arg;
+    w->p2.need = need;
+    return l2_describe(NULL, &w->p2, r, buf, n);
+}
+static int l3_src_offers(void *arg, int64_t *epochs, int max)
+{
+    world *w = arg;
+    int n = 0;
+    for (int r = 0; r < w->nranks && n + 2 <= max; r++) {
+        const int64_t *x = w->l3own + r * L3F_N;
+        if (x[L3F_OK] == 1) {
+            epochs[n++] = x[L3F_EPOCH];
+            epochs[n++] = x[L3F_PREV];
+        }
+    }
+    return n;
+}
+static int l3_src_can(void *arg, int64_t epoch, const int64_t *need, const int64_t *run, int64_t *repair)
+{
+    world *w = arg;
+    return crpm_l3_can_rebuild(w->l3own, w->nranks, w->groups, w->members, w->K, w->M, run, epoch, need, repair);
+}
+static int l3_src_describe(void *arg, int r, const int64_t *need, char *buf, size_t n)
+{
+    world *w = arg;
+    (void)need;
+    snprintf(buf, n, "parity of rank %d", r);
+    return w->l3own[r * L3F_N + L3F_BAD] != 0;
 }
 
-typedef struct icase {
+typedef struct scase {
     const char *name;
-    irow r[3];
-    int l2;               /* apply the level-2 patch */
-    int l4_found;         /* a valid level-4 file of epoch l4_epoch, id l4_id */
-    int64_t l4_epoch, l4_id;
-    int restored, fallback; /* expected patch counts */
-    int kind;             /* expected final verdict (after level 4 was asked for when needed) */
+    int nranks;
+    irow r[NR];
+    cp copy[NR];          /* level 2 (all CP_NONE with l2 = 0) */
+    par parity[NR];       /* level 3, one group of nranks, M = 1 (l3 = 0: none) */
+    int l2, l3;
+    int found;            /* a level's own checkpoint (level 4) of epoch found_epoch, id found_id */
+    int64_t found_epoch, found_id;
+    int kind;             /* expected final verdict (after the lookup when asked) */
     int64_t epoch;
-    int asked_l4;         /* the first verdict asks for level 4 */
+    const char *repairs;  /* expected sources per rank: "1" own, "2" level 2, "3" level 3, e.g. "1131" */
     const char *text;     /* error text must contain it */
-} icase;
+} scase;
 
-static void integrity_cases(void)
+static void source_cases(void)
 {
-    const icase cs[] = {
-        {"corrupt container, intact copy: level 2 repairs at the same epoch",
-         {intact(6, 60), damaged(6, 1), intact(6, 60)}, 1, 0, 0, 0, 1, 0, CRPM_V_L1, 6, 0, NULL},
-        {"corrupt container, corrupt copy, intact previous epoch everywhere: all fall back",
-         {intact(6, 60), no_copy(damaged(6, 1), 1), intact(6, 60)}, 1, 0, 0, 0, 0, 1, CRPM_V_L1, 5, 1, NULL},
-        {"... unless a level-4 file holds that very epoch",
-         {intact(6, 60), no_copy(damaged(6, 1), 1), intact(6, 60)}, 1, 1, 6, 60, 0, 1, CRPM_V_L4, 0, 1, NULL},
-        {"... a level-4 file of an older epoch does not beat the fallback",
-         {intact(6, 60), no_copy(damaged(6, 1), 1), intact(6, 60)}, 1, 1, 4, 40, 0, 1, CRPM_V_L1, 5, 1, NULL},
-        {"... nor one with the epoch but another checkpoint id",
-         {intact(6, 60), no_copy(damaged(6, 1), 1), intact(6, 60)}, 1, 1, 6, 99, 0, 1, CRPM_V_L1, 5, 1, NULL},
-        {"corrupt container and copy, previous epoch damaged too: error naming them",
-         {intact(6, 60), no_copy(damaged(6, 0), 1), intact(6, 60)}, 1, 0, 0, 0, 0, 0, CRPM_V_ERROR, 0, 1,
-         "the container of rank(s) 1 (rank-<r>.crpm in its node's job directory, here /ckpt/job) is corrupt; "
-         "the level-2 partner copy of rank(s) 1 is corrupt; "
-         "the previous epoch of rank(s) 1 is corrupt too"},
-        {"no fallback when another rank lacks the previous epoch",
-         {intact(6, 60), no_copy(damaged(6, 1), 0), no_prev(intact(6, 60))}, 1, 0, 0, 0, 0, 0, CRPM_V_ERROR, 0, 1,
-         "rank(s) 1 (rank-<r>.crpm in its node's job directory, here /ckpt/job) is corrupt"},
-        {"no fallback to epoch 0 (a fresh start)", {intact(1, 10), no_copy(damaged(1, 1), 0), intact(1, 10)}, 1, 0,
-         0, 0, 0, 0, CRPM_V_ERROR, 0, 1, "rank(s) 1"},
-        {"corrupt container beside a lost one: corrupt, naming both",
-         {intact(6, 60), no_copy(damaged(6, 0), 0), lost()}, 0, 0, 0, 0, 0, 0, CRPM_V_ERROR, 0, 1,
-         "is corrupt; the container of rank(s) 2 is missing"},
-        {"repaired from a copy one epoch behind: a level-4 file of the newest epoch wins",
-         {intact(6, 60), behind(damaged(6, 0)), intact(6, 60)}, 1, 1, 6, 60, 1, 0, CRPM_V_L4, 0, 1, NULL},
-        {"corrupt container, its copy three epochs behind: damage, not an epoch mismatch",
-         {intact(6, 60), behind(behind(behind(damaged(6, 0)))), intact(6, 60)}, 1, 0, 0, 0, 1, 0, CRPM_V_ERROR, 0, 1,
-         "the container of rank(s) 1 (rank-<r>.crpm"},
-        {"repaired from a copy one epoch behind, no level 4: every rank at that epoch",
-         {intact(6, 60), behind(damaged(6, 0)), intact(6, 60)}, 1, 0, 0, 0, 1, 0, CRPM_V_L1, 5, 1, NULL},
+    const scase cs[] = {
+        /* the case 1: L2 at epoch 1, L3 at 2, L1 at 3, node 2 wiped */
+        {"stale level-2 copy does not block a level-3 rebuild", 4,
+         {intact(3, 15), intact(3, 15), lost(), intact(3, 15)},
+         {CP(1, 0), CP_NONE, CP(1, 0), CP(1, 0)}, {PAR(2, -1), PAR(2, -1), PAR_NONE, PAR(2, -1)}, 1, 1, 0, 0, 0,
+         CRPM_V_L1, 2, "1131", NULL},
+        /* case 2: killed after the level-3 checkpoint */
+        {"level 3 beats an older level-2 copy", 4, {intact(2, 10), intact(2, 10), lost(), intact(2, 10)},
+         {CP(1, 0), CP_NONE, CP(1, 0), CP(1, 0)}, {PAR(2, -1), PAR(2, -1), PAR_NONE, PAR(2, -1)}, 1, 1, 0, 0, 0,
+         CRPM_V_L1, 2, "1131", NULL},
+        {"a copy at the newest epoch is used before parity", 4, {intact(2, 10), intact(2, 10), lost(), intact(2, 10)},
+         {CP(2, 1), CP_NONE, CP(2, 1), CP(2, 1)}, {PAR(2, -1), PAR(2, -1), PAR_NONE, PAR(2, -1)}, 1, 1, 0, 0, 0,
+         CRPM_V_L1, 2, "1121", NULL},
+        {"parity two lost of four with one parity: the copies serve the older epoch", 4,
+         {intact(2, 10), lost(), lost(), intact(2, 10)},
+         {CP(1, 0), CP(1, 0), CP(1, 0), CP(1, 0)}, {PAR(2, -1), PAR_NONE, PAR_NONE, PAR(2, -1)}, 1, 1, 0, 0, 0,
+         CRPM_V_L1, 1, "1221", NULL},
+        {"a level-2 repair lets level 3 rebuild the other loss", 4,
+         {intact(2, 10), open_error(CRPM_ERR_TRUNCATED), lost(), intact(2, 10)},
+         {CP(1, 0), CP(2, 1), CP_NONE, CP(1, 0)}, {PAR(2, -1), PAR(2, -1), PAR_NONE, PAR(2, -1)}, 1, 1, 0, 0, 0,
+         CRPM_V_L1, 2, "1231", NULL},
+        {"a header overwritten on two ranks is an erasure the copies repair", 4,
+         {intact(3, 15), open_error(CRPM_ERR_FORMAT), intact(3, 15), open_error(CRPM_ERR_FORMAT)},
+         {CP(3, 1), CP(3, 1), CP(3, 1), CP(3, 1)}, {PAR_NONE, PAR_NONE, PAR_NONE, PAR_NONE}, 1, 0, 0, 0, 0,
+         CRPM_V_L1, 3, "1212", NULL},
+        {"a truncated container is rebuilt from parity", 4,
+         {intact(3, 15), open_error(CRPM_ERR_TRUNCATED), intact(3, 15), intact(3, 15)},
+         {CP_NONE, CP_NONE, CP_NONE, CP_NONE}, {PAR(3, 2), PAR(3, 2), PAR(3, 2), PAR(3, 2)}, 0, 1, 0, 0, 0,
+         CRPM_V_L1, 3, "1311", NULL},
+        {"a rank ahead without its previous epoch takes its copy", 4,
+         {intact(3, 15), intact(3, 15), no_prev(intact(4, 20)), intact(3, 15)},
+         {CP(3, 1), CP(3, 1), CP(3, 1), CP(3, 1)}, {PAR_NONE, PAR_NONE, PAR_NONE, PAR_NONE}, 1, 0, 0, 0, 0,
+         CRPM_V_L1, 3, "1121", NULL},
+        {"corrupt data at the newest epoch, previous intact everywhere: all go back one", 4,
+         {intact(6, 60), damaged(6, 1), intact(6, 60), intact(6, 60)},
+         {CP_NONE, CP_BAD, CP_NONE, CP_NONE}, {PAR_NONE, PAR_NONE, PAR_NONE, PAR_NONE}, 1, 0, 0, 0, 0,
+         CRPM_V_L1, 5, "1111", NULL},
+        {"... unless a level-4 checkpoint of that very epoch exists", 4,
+         {intact(6, 60), damaged(6, 1), intact(6, 60), intact(6, 60)},
+         {CP_NONE, CP_BAD, CP_NONE, CP_NONE}, {PAR_NONE, PAR_NONE, PAR_NONE, PAR_NONE}, 1, 0, 1, 6, 60,
+         CRPM_V_FOUND, 0, "0000", NULL},
+        {"... a level-4 file with that epoch but another id is of an earlier run", 4,
+         {intact(6, 60), damaged(6, 1), intact(6, 60), intact(6, 60)},
+         {CP_NONE, CP_BAD, CP_NONE, CP_NONE}, {PAR_NONE, PAR_NONE, PAR_NONE, PAR_NONE}, 1, 0, 1, 6, 99,
+         CRPM_V_L1, 5, "1111", NULL},
+        {"a level-4 file of a higher epoch than any container is of an earlier run", 4,
+         {intact(3, 13), intact(3, 13), intact(4, 14), intact(3, 13)},
+         {CP_NONE, CP_NONE, CP_NONE, CP_NONE}, {PAR_NONE, PAR_NONE, PAR_NONE, PAR_NONE}, 0, 0, 1, 10, 10,
+         CRPM_V_L1, 3, "1111", NULL},
+        {"nothing brings rank 2 back: the refusal names what it lacks", 4,
+         {intact(3, 15), intact(3, 15), lost(), intact(3, 15)},
+         {CP(3, 1), CP(3, 1), CP_NONE, CP(3, 1)}, {PAR_NONE, PAR_NONE, PAR_NONE, PAR_NONE}, 1, 0, 0, 0, 0,
+         CRPM_V_ERROR, 0, "0000", "rank 2: its container is missing, its level-2 partner copy is missing too"},
+        {"corrupt container and copy, previous damaged too: the error names them", 4,
+         {intact(6, 60), damaged(6, 0), intact(6, 60), intact(6, 60)},
+         {CP(6, 1), CP_BAD, CP(6, 1), CP(6, 1)}, {PAR_NONE, PAR_NONE, PAR_NONE, PAR_NONE}, 1, 0, 0, 0, 0,
+         CRPM_V_ERROR, 0, "0000", "the level-2 partner copy of rank(s) 1 is corrupt; the previous epoch of rank(s) 1"},
+        {"a copy of another run is not used", 4, {intact(3, 15), lost(), intact(3, 15), intact(3, 15)},
+         {CP(3, 1), {1, 1, 3, 1, 8, 0}, CP(3, 1), CP(3, 1)}, {PAR_NONE, PAR_NONE, PAR_NONE, PAR_NONE}, 1, 0, 0, 0,
+         0, CRPM_V_ERROR, 0, "0000", "partner copy is of another run"},
+        {"a mismatched container is not replaced", 4,
+         {intact(3, 15), open_error(CRPM_ERR_GEOMETRY), intact(3, 15), intact(3, 15)},
+         {CP(3, 1), CP(3, 1), CP(3, 1), CP(3, 1)}, {PAR_NONE, PAR_NONE, PAR_NONE, PAR_NONE}, 1, 0, 0, 0, 0,
+         CRPM_V_ERROR, 0, "0000", NULL},
+        {"copies only, every container lost: the copies' newest common epoch", 4, {lost(), lost(), lost(), lost()},
+         {CP(3, 1), CP(4, 1), CP(3, 0), CP(3, 1)}, {PAR_NONE, PAR_NONE, PAR_NONE, PAR_NONE}, 1, 0, 0, 0, 0,
+         CRPM_V_L1, 3, "2222", NULL},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
-        const icase *t = &cs[i];
-        int64_t rows[3 * CRPM_F_N], restore[3];
-        for (int r = 0; r < 3; r++)
-            memcpy(rows + r * CRPM_F_N, t->r[r].f, sizeof t->r[r].f);
-        crpm_restart_facts f = {.nranks = 3, .rank = rows};
-        crpm_decide_top(rows, 3, &f.top_epoch, &f.top_uid);
-        int n = t->l2 ? crpm_decide_l2_patch(rows, 3, restore) : 0;
-        int fb = crpm_decide_prev_patch(rows, 3);
-        f.repaired = n + fb > 0;
-        crpm_verdict v = crpm_decide_restart(&f);
-        int asked = v.kind == CRPM_V_ASK_L4;
-        f.l4_known = 1;
-        f.l4_found = t->l4_found;
-        f.l4_epoch = t->l4_epoch;
-        f.l4_id = t->l4_id;
-        if (asked)
-            v = crpm_decide_restart(&f);
-        int bad = n != t->restored || fb != t->fallback || v.kind != t->kind || asked != t->asked_l4 ||
-                  (v.kind == CRPM_V_L1 && v.epoch != t->epoch) || (v.kind == CRPM_V_L4 && !v.set_aside);
-        if (v.kind == CRPM_V_ERROR) {
-            int code = crpm_verdict_error(&f, &v, 0, "", "/ckpt/job", "job");
-            bad |= code != CRPM_ERR_CORRUPT || (t->text && !strstr(crpm_last_error(), t->text)) ||
-                   strstr(crpm_last_error(), "remove the");
-            /* the damaged rank adds its own detail */
-            crpm_verdict_error(&f, &v, 1, "rank-1.crpm: array id 3, byte offset 1024", "/ckpt/job", "job");
-            bad |= !strstr(crpm_last_error(), "this rank: rank-1.crpm: array id 3");
+        const scase *t = &cs[i];
+        world w;
+        memset(&w, 0, sizeof w);
+        w.nranks = t->nranks;
+        w.K = t->nranks;
+        w.M = 1;
+        for (int r = 0; r < t->nranks; r++) {
+            memcpy(w.rows + r * CRPM_F_N, t->r[r].f, sizeof t->r[r].f);
+            int64_t *o = w.l2own + r * L2_NFACTS;
+            o[CRPM_L2F_OWNER] = r;
+            o[L2_FILE] = t->copy[r].file;
+            o[CRPM_L2F_OK] = t->copy[r].ok;
+            o[CRPM_L2F_EPOCH] = t->copy[r].epoch;
+            o[CRPM_L2F_PREV] = t->copy[r].prev;
+            o[CRPM_L2F_RUN0] = t->copy[r].run;
+            o[CRPM_L2F_BAD] = t->copy[r].bad;
+            int64_t *q = w.l3own + r * L3F_N;
+            q[L3F_OK] = t->parity[r].ok;
+            q[L3F_EPOCH] = t->parity[r].epoch;
+            q[L3F_PREV] = t->parity[r].prev;
+            q[L3F_RUN0] = t->parity[r].run;
+            q[L3F_BAD] = t->parity[r].bad;
+            w.groups[r] = 0;
+            w.members[r] = r;
         }
-        CHECK(!bad, "integrity %s: restored %d, fallback %d, asked %d, kind %d (want %d), epoch %lld: %s", t->name, n,
-              fb, asked, v.kind, t->kind, (long long)v.epoch, v.kind == CRPM_V_ERROR ? crpm_last_error() : "");
+        w.p2 = (crpm_plan){.rows = w.rows, .own = w.l2own, .nranks = t->nranks};
+        crpm_decide_src src[2];
+        int nsrc = 0;
+        if (t->l2)
+            src[nsrc++] = (crpm_decide_src){2, "level-2 partner copy", &w, l2_src_offers, l2_src_can,
+                                            l2_src_describe, w.rep2, 0};
+        if (t->l3)
+            src[nsrc++] = (crpm_decide_src){3, "level-3 parity container", &w, l3_src_offers, l3_src_can,
+                                            l3_src_describe, w.rep3, 0};
+        crpm_restart_facts f = {.nranks = t->nranks, .rank = w.rows, .nsrc = nsrc, .src = src};
+        crpm_verdict v = crpm_decide_restart(&f);
+        if (v.kind == CRPM_V_ASK) {
+            f.asked = 1;
+            f.found = t->found;
+            f.found_epoch = t->found_epoch;
+            f.found_id = t->found_id;
+            v = crpm_decide_restart(&f);
+        }
+        char got[NR + 1] = "";
+        for (int r = 0; r < t->nranks; r++) {
+            int by = v.kind == CRPM_V_L1 ? 1 : 0;
+            for (int k = 0; k < nsrc; k++)
+                if (src[k].repair[r])
+                    by = src[k].level;
+            got[r] = (char)('0' + by);
+        }
+        int bad = v.kind != t->kind || (v.kind == CRPM_V_L1 && v.epoch != t->epoch) || strcmp(got, t->repairs) != 0;
+        if (v.kind == CRPM_V_ERROR) {
+            crpm_verdict_error(&f, &v, 0, "", "/ckpt/job", "job");
+            bad |= (t->text && !strstr(crpm_last_error(), t->text)) || strstr(crpm_last_error(), "remove the");
+        }
+        CHECK(!bad, "sources: %s: kind %d (want %d), epoch %lld (want %lld), repairs %s (want %s): %s", t->name,
+              v.kind, t->kind, (long long)v.epoch, (long long)t->epoch, got, t->repairs,
+              v.kind == CRPM_V_ERROR ? crpm_last_error() : "");
     }
 }
 
@@ -291,8 +366,8 @@ int main(void)
         for (int r = 0; r < t->nranks; r++)
             memcpy(rows + r * CRPM_F_N, t->r[r].f, sizeof t->r[r].f);
         crpm_restart_facts f = {.nranks = t->nranks, .rank = rows, .method = t->method,
-                                .l1_rejected = t->l1_rejected, .l4_known = t->l4_known, .l4_found = t->l4_found,
-                                .l4_damaged = t->l4_damaged, .unrecoverable_fresh = t->unrecoverable_fresh};
+                                .l1_rejected = t->l1_rejected, .asked = t->asked, .found = t->found,
+                                .found_damaged = t->found_damaged, .unrecoverable_fresh = t->unrecoverable_fresh};
         crpm_verdict v = crpm_decide_restart(&f);
         int bad = v.kind != t->kind || v.l1 != t->l1 || (t->kind == CRPM_V_L1 && v.epoch != t->epoch) ||
                   v.set_aside != t->set_aside ||
@@ -310,12 +385,11 @@ int main(void)
     int64_t rows[2 * CRPM_F_N];
     memcpy(rows, own[0].f, sizeof own[0].f);
     memcpy(rows + CRPM_F_N, own[1].f, sizeof own[1].f);
-    crpm_restart_facts f = {.nranks = 2, .rank = rows, .l4_known = 1};
+    crpm_restart_facts f = {.nranks = 2, .rank = rows, .asked = 1};
     crpm_verdict v = crpm_decide_restart(&f);
     CHECK(crpm_verdict_error(&f, &v, 0, "slot checksum", "/d", "j") == CRPM_ERR_CORRUPT &&
               strstr(crpm_last_error(), "slot checksum"),
           "own open error: %s", crpm_last_error());
-    l2_cases();
-    integrity_cases();
+    source_cases();
     return check_summary("decide");
 }
