@@ -208,9 +208,11 @@ int l3_describe(crpm_level *lv, const crpm_plan *p, int r, char *buf, size_t n)
     else if (p->need && lost > s->lay.M)
         snprintf(buf, n, "its level-3 group lacks %d of %d members at that epoch (parity for %d)", lost, k,
                  s->lay.M);
+    else if (x[L3F_OK] == 1)
+        snprintf(buf, n, "its level-3 group's parity does not cover that epoch (its own holds epoch %lld)",
+                 (long long)x[L3F_EPOCH]);
     else
-        snprintf(buf, n, "its level-3 group's parity does not cover that epoch (this rank's parity: %s%lld)",
-                 x[L3F_OK] == 1 ? "epoch " : "none, ", (long long)(x[L3F_OK] == 1 ? x[L3F_EPOCH] : 0));
+        snprintf(buf, n, "its level-3 parity is missing");
     return x[L3F_BAD] != 0;
 }
 

@@ -61,7 +61,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     long n = 65536, window = 4096, iters = 40, every = 1, level = CRPM_L2, l4_every = 0, delay_ms = 0;
-    const char *cfg = NULL;
+    const char *cfg = NULL, *schedule = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--n"))
             n = arg(argc, argv, &i);
@@ -79,6 +79,8 @@ int main(int argc, char **argv)
             delay_ms = arg(argc, argv, &i);
         else if (!strcmp(argv[i], "--crpm") && i + 1 < argc)
             cfg = argv[++i];
+        else if (!strcmp(argv[i], "--schedule") && i + 1 < argc)
+            schedule = argv[++i]; /* digits: the level of checkpoint 1, 2, ... (cycled), e.g. "231" */
         else {
             if (rank == 0)
                 fprintf(stderr, "l2_app: unknown argument %s\n", argv[i]);
@@ -130,6 +132,8 @@ int main(int argc, char **argv)
         if (iter % every == 0) {
             nckpt++;
             int l = l4_every > 0 && nckpt % l4_every == 0 ? CRPM_L4 : (int)level;
+            if (schedule && schedule[0])
+                l = schedule[(nckpt - 1) % (long)strlen(schedule)] - '0';
             check(crpm_checkpoint(iter, l), "crpm_checkpoint", 1);
         }
     }
