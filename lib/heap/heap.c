@@ -714,6 +714,12 @@ static uint32_t header_pages(unsigned as)
     return (uint32_t)((sizeof(arena_hdr) + apages * sizeof(ent) + CRPM_HEAP_PAGE - 1) / CRPM_HEAP_PAGE);
 }
 
+uint64_t crpm_heap_arena_bytes(unsigned arena_shift)
+{
+    unsigned as = arena_shift ? arena_shift : CRPM_HEAP_ARENA_SHIFT;
+    return ((1ull << (as - PAGE_SHIFT)) + header_pages(as)) * CRPM_HEAP_PAGE;
+}
+
 static crpm_heap *new_handle(void *mem, unsigned as, crpm_heap_grow_fn grow, void *arg)
 {
     crpm_heap *h = calloc(1, sizeof *h);
