@@ -332,15 +332,19 @@ CRPM_API size_t crpm_heap_used(void);
  * MPI_THREAD_SERIALIZED or MULTIPLE, else the thread that called
  * crpm_init, which must then be in the team) takes the checkpoint, the
  * others serve as its workers (compare, copy, checksums; for recovery the
- * first touch of the arrays, so pages land near the threads), joining as
- * they arrive, and all return together with the same result.  The team is
+ * first touch of the arrays, so pages land near the threads), and all
+ * return together with the same result.  The team is
  * the enclosing OpenMP parallel region (found at run time: the library
  * does not link an OpenMP runtime), or, for pthreads or anything else, the
  * n threads named by crpm_team_begin(n), called before the team's calls
  * by any one thread.  Outside a parallel region and without
- * crpm_team_begin a team call is the plain call.  Members that disagree
- * (one calls crpm_recover_team while the others checkpoint) all get
- * CRPM_ERR_STATE.  A member that never arrives makes the others wait.
+ * crpm_team_begin a team is one thread (the plain call).  A team call is
+ * collective: every rank makes the same team call (teams of any size).
+ * The leader waits for all members and checks, before any other
+ * collective, that they make the same call with the same arguments and
+ * team size, and that the ranks do: otherwise every member of every rank
+ * gets CRPM_ERR_STATE, nothing is done, and later calls work.  A member
+ * that never arrives makes the others wait.
  * One team calls at a time per process (not two nested regions at once). */
 CRPM_API int crpm_checkpoint_team(int id, int level);
 CRPM_API int crpm_recover_team(void);

@@ -41,9 +41,10 @@ int crpm_define_global(int gid, int ndims, const int64_t dims[], crpm_type_t typ
     crpm_reshape *r = state(fn, gid, &rc);
     if (r)
         rc = check_type(type, fn, gid);
-    if (rc == 0)
-        rc = crpm_glayout_define(&r->cur, gid, ndims, dims, type.code, (uint64_t)type.size, name);
-    if (rc != 0)
+    if (rc != 0) /* these messages name the call already */
+        return crpm_api_report(rc, fn);
+    rc = crpm_glayout_define(&r->cur, gid, ndims, dims, type.code, (uint64_t)type.size, name);
+    if (rc != 0) /* the layout's message names the dataset, not the call */
         return crpm_api_report(crpm_error(rc, "%s(%d): %s", fn, gid, crpm_last_error()), fn);
     return CRPM_SUCCESS;
 }
@@ -57,8 +58,9 @@ int crpm_add_subset(int gid, int id, const int64_t offset[], const int64_t count
     if (r && crpm_id_reserved(id))
         rc = crpm_error(CRPM_ERR_INVAL, "%s(%d): ids %d to %d are reserved for the library", fn, id,
                         CRPM_RESERVED_ID_MIN, CRPM_RESERVED_ID_MAX);
-    if (rc == 0)
-        rc = crpm_glayout_add_subset(&r->cur, gid, id, offset, count);
+    if (rc != 0) /* these messages name the call already */
+        return crpm_api_report(rc, fn);
+    rc = crpm_glayout_add_subset(&r->cur, gid, id, offset, count);
     if (rc != 0)
         return crpm_api_report(crpm_error(rc, "%s(%d): %s", fn, id, crpm_last_error()), fn);
     return CRPM_SUCCESS;

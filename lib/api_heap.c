@@ -64,6 +64,16 @@ int crpm_heapctx_open(const crpm_config *cfg, const char *config_name)
     snprintf(hs.config, sizeof hs.config, "%s", config_name ? config_name : "(none)");
     if (!cfg->heap_size)
         return CRPM_SUCCESS;
+    /* refused here rather than by every allocation later */
+    uint64_t arena = crpm_heap_arena_bytes(0), unit = 4u << 20;
+    if (cfg->heap_size < arena)
+        return crpm_error(CRPM_ERR_CONFIG, "crpm_init: heap_size in [basic] of config %s reserves %llu bytes (the "
+                          "value rounded up to a multiple of 4 MiB), less than one heap arena, which takes %llu bytes "
+                          "(%llu of blocks and %llu of their page table): set heap_size to at least %lluM", hs.config,
+                          (unsigned long long)cfg->heap_size, (unsigned long long)arena,
+                          (unsigned long long)(1ull << CRPM_HEAP_ARENA_SHIFT),
+                          (unsigned long long)(arena - (1ull << CRPM_HEAP_ARENA_SHIFT)),
+                          (unsigned long long)(((arena + unit - 1) / unit * unit) >> 20));
     char keys[512];
     snprintf(keys, sizeof keys, "heap_base in [advanced] (or a smaller heap_size in [basic]) of config %s",
              hs.config);

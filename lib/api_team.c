@@ -15,16 +15,22 @@
  * Teams.  The leader is the thread that runs the checkpoint (MPI calls and
  * all): the first member to arrive when MPI provides MPI_THREAD_SERIALIZED
  * or more, else the thread that called crpm_init (MPI_THREAD_FUNNELED: only
- * it may call MPI).  The other members lend themselves to the engine's pool
- * (util/pool.h) and take its tasks, each run as they arrive, until the
- * leader is done; then all return together with the leader's result. */
+ * it may call MPI).  The leader waits for every member (each says which call
+ * and arguments it makes) and, holding the guard, agrees with the other
+ * ranks' leaders before any other collective: a team whose members disagree,
+ * or ranks in different team calls, fail with CRPM_ERR_STATE everywhere
+ * instead of running collectives that do not match.  Then the other members
+ * lend themselves to the engine's pool (util/pool.h) and take its tasks until
+ * the leader is done; all return together with the leader's result. */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <mpi.h>
 
 #include "api_internal.h"
+#include "agree.h"
 #include "crpm.h"
 #include "engine.h"
 #include "error.h"
@@ -112,17 +118,22 @@ void crpm_api_leave_cb(int *entered)
 
 /* ---- teams -------------------------------------------------------------------- */
 
+/* Which team call: the rank's leaders compare it before any other collective. */
+enum { TEAM_CHECKPOINT = 1, TEAM_RECOVER = 2 };
+
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int declared;         /* crpm_team_begin(n) */
     int n;                /* members of the call in progress */
-    const char *fn;       /* which team call it is */
+    const char *fn;       /* which team call it is (the first member's) */
+    int kind, id, level;  /* and its arguments */
     int arrived, left, led, done, closing, mixed;
     int lent;             /* the leader holds the guard and lent the pool: serve it */
     int rc;
-    char msg[2048];
-} team = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, ""};
+    char odd[160];        /* the first member that disagreed: its call */
+    char msg[3 * 4096];   /* the leader's message, every member's */
+} team = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 int crpm_team_begin(int nthreads)
 {
@@ -171,26 +182,41 @@ static int can_lead(void)
 
 typedef int (*team_body)(int id, int level);
 
+static void describe(char *buf, size_t len, const char *fn, int kind, int id, int level, int n)
+{
+    if (kind == TEAM_CHECKPOINT)
+        snprintf(buf, len, "%s(%d, %d) in a team of %d", fn, id, level, n);
+    else
+        snprintf(buf, len, "%s() in a team of %d", fn, n);
+}
+
 /* With team.mu held: this member is in; returns 1 when it leads, -1 when
  * it is the last and none could lead (the call failed for all). */
-static int arrive(const char *fn, int n)
+static int arrive(const char *fn, int kind, int id, int level, int n)
 {
     while (team.closing) /* the last call's members are still leaving */
         pthread_cond_wait(&team.cv, &team.mu);
     if (team.arrived == 0) {
         team.n = n;
         team.fn = fn;
+        team.kind = kind;
+        team.id = id;
+        team.level = level;
         team.led = team.done = team.mixed = team.lent = 0;
         team.rc = 0;
-    } else if (team.n != n || team.fn != fn) {
-        team.mixed = 1; /* threads of one team in different calls: an error for all */
+        team.odd[0] = '\0';
+    } else if (team.n != n || team.fn != fn || team.id != id || team.level != level) {
+        if (!team.mixed) /* threads of one team in different calls: an error for all, before any collective */
+            describe(team.odd, sizeof team.odd, fn, kind, id, level, n);
+        team.mixed = 1;
     }
     if (++team.arrived == team.n)
-        pthread_cond_broadcast(&team.cv); /* those waiting for the last member */
+        pthread_cond_broadcast(&team.cv); /* the leader, and those waiting for the last member */
     int lead = !team.led && can_lead();
     team.led |= lead;
     if (team.arrived == team.n && !team.led && !team.done) {
-        /* all are here and none may call MPI: fail together instead of waiting */
+        /* all are here and none may call MPI: fail together instead of waiting (the other ranks cannot be
+         * told: no thread here may call MPI) */
         team.rc = crpm_error(CRPM_ERR_STATE, "%s: no thread of the team may call MPI (MPI provides %s; the thread "
                              "that called crpm_init must be in the team, or initialise MPI with "
                              "MPI_THREAD_SERIALIZED)", fn, mpi_level == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED"
@@ -203,20 +229,63 @@ static int arrive(const char *fn, int n)
     return lead;
 }
 
-/* The leader: takes the guard first (so that nobody else is inside the
- * library while the pool's width changes), lends the pool to the team, runs
- * the call, dismisses the team's threads. */
-static void lead_call(const char *fn, team_body body, int id, int level, int n, crpm_pool *pool)
+/* Every rank's leader (or single caller) runs this before any other
+ * collective of a team call: one rank whose team disagrees (rc, with its
+ * message) or ranks in different team calls make it CRPM_ERR_STATE on every
+ * rank instead of collectives that do not match. */
+static int team_agree(crpm_ctx *ctx, const char *fn, int kind, int rc)
 {
+    /* the least and greatest call of any rank, the first rank whose team disagrees */
+    int64_t v[3] = {kind, -kind, rc ? ctx->rank : INT64_MAX};
+    int arc = crpm_agree_ext(ctx->comm, ctx->rank, 0, fn, v, 3);
+    if (arc != 0) /* MPI failed */
+        return arc;
+    if (rc != 0)
+        return rc;
+    if (v[2] != INT64_MAX)
+        return crpm_error(CRPM_ERR_STATE, "%s: the threads of the team on rank %lld disagree (different team calls, "
+                          "arguments or team sizes; that rank's message says which): nothing was done", fn,
+                          (long long)v[2]);
+    if (v[0] != -v[1])
+        return crpm_error(CRPM_ERR_STATE, "%s: the ranks made different team calls (crpm_checkpoint_team on some, "
+                          "crpm_recover_team on others): nothing was done", fn);
+    return CRPM_SUCCESS;
+}
+
+/* The leader: once every member is here, takes the guard (so that nobody
+ * else is inside the library while the pool's width changes), checks that
+ * the team agrees and the ranks too, lends the pool to the team, runs the
+ * call, dismisses the team's threads. */
+static void lead_call(crpm_ctx *ctx, const char *fn, int kind, team_body body, int id, int level, int n,
+                      crpm_pool *pool)
+{
+    pthread_mutex_lock(&team.mu);
+    while (team.arrived < team.n) /* the team agrees only once all have said what they call */
+        pthread_cond_wait(&team.cv, &team.mu);
+    int mixed = team.mixed;
+    char mine[160], odd[sizeof team.odd];
+    describe(mine, sizeof mine, team.fn, team.kind, team.id, team.level, team.n);
+    snprintf(odd, sizeof odd, "%s", team.odd);
+    pthread_mutex_unlock(&team.mu);
+    /* a guard refused means another thread of this rank is in a collective call: this call does nothing and
+     * talks to no rank (crpm.h, threads) */
     int rc = crpm_api_enter(fn, 1);
     if (rc == 0) {
-        crpm_pool_guests(pool, n - 1);
-        pthread_mutex_lock(&team.mu);
-        team.lent = 1;
-        pthread_cond_broadcast(&team.cv);
-        pthread_mutex_unlock(&team.mu);
-        rc = body(id, level);
-        crpm_pool_dismiss(pool); /* every member that serves leaves; later ones do not start */
+        if (mixed)
+            rc = crpm_error(CRPM_ERR_STATE, "%s: the threads of the team on rank %d disagree (one called %s, another "
+                            "%s): nothing was done", fn, ctx->rank, mine, odd);
+        rc = team_agree(ctx, fn, kind, rc);
+        if (rc != 0)
+            crpm_api_report(rc, fn);
+        else {
+            crpm_pool_guests(pool, n - 1);
+            pthread_mutex_lock(&team.mu);
+            team.lent = 1;
+            pthread_cond_broadcast(&team.cv);
+            pthread_mutex_unlock(&team.mu);
+            rc = body(id, level);
+            crpm_pool_dismiss(pool); /* every member that serves leaves; later ones do not start */
+        }
         crpm_api_leave();
     }
     pthread_mutex_lock(&team.mu);
@@ -227,20 +296,32 @@ static void lead_call(const char *fn, team_body body, int id, int level, int n, 
     pthread_mutex_unlock(&team.mu);
 }
 
-static int team_call(const char *fn, team_body body, int id, int level)
+static int team_call(const char *fn, int kind, team_body body, int id, int level)
 {
     crpm_ctx *ctx = crpm_api_ctx();
     if (!ctx || !ctx->pool)
         return crpm_api_report(crpm_error(CRPM_ERR_STATE, "%s: call crpm_init first", fn), fn);
     int n = team_size();
-    if (n <= 1)
-        return body(id, level);
+    if (n <= 1) { /* the plain call, after the same check across ranks as a team's */
+        int rc = crpm_api_enter(fn, 1);
+        if (rc == 0) {
+            rc = team_agree(ctx, fn, kind, 0);
+            if (rc == 0)
+                rc = body(id, level); /* reports its own errors */
+            else
+                crpm_api_report(rc, fn);
+            crpm_api_leave();
+        } else {
+            crpm_api_report(rc, fn);
+        }
+        return rc;
+    }
     crpm_pool *pool = ctx->pool;
     pthread_mutex_lock(&team.mu);
-    int lead = arrive(fn, n);
+    int lead = arrive(fn, kind, id, level, n);
     pthread_mutex_unlock(&team.mu);
     if (lead > 0) {
-        lead_call(fn, body, id, level, n, pool);
+        lead_call(ctx, fn, kind, body, id, level, n, pool);
     } else if (lead == 0) {
         pthread_mutex_lock(&team.mu);
         while (!team.lent && !team.done) /* until the leader lent the pool, or is done */
@@ -255,10 +336,7 @@ static int team_call(const char *fn, team_body body, int id, int level)
         pthread_cond_wait(&team.cv, &team.mu);
     team.closing = 1;
     int rc = team.rc;
-    if (team.mixed)
-        rc = crpm_error(CRPM_ERR_STATE, "%s: the threads of the team made different team calls (or disagree on "
-                        "its size); %s", fn, rc ? team.msg : "the leader's call succeeded");
-    else if (rc && lead <= 0)
+    if (rc && lead <= 0)
         crpm_error(rc, "%s", team.msg);
     if (++team.left == team.n) {
         team.arrived = team.left = team.closing = 0;
@@ -278,7 +356,7 @@ static int do_recover(int id, int level)
 
 int crpm_checkpoint_team(int id, int level)
 {
-    return team_call("crpm_checkpoint_team", do_checkpoint, id, level);
+    return team_call("crpm_checkpoint_team", TEAM_CHECKPOINT, do_checkpoint, id, level);
 }
 
-int crpm_recover_team(void) { return team_call("crpm_recover_team", do_recover, 0, 0); }
+int crpm_recover_team(void) { return team_call("crpm_recover_team", TEAM_RECOVER, do_recover, 0, 0); }

@@ -128,8 +128,10 @@ static int extend_to(crpm_heap *h, uint64_t top)
     if (need <= G->extent)
         return CRPM_SUCCESS;
     if (need > h->limit)
-        return crpm_error(CRPM_ERR_NOMEM, "the heap is full: %llu bytes in use of %llu reserved (heap_size)",
-                          (unsigned long long)G->used, (unsigned long long)h->limit);
+        return crpm_error(CRPM_ERR_NOMEM, "the heap is full: %llu bytes in use of %llu usable (%llu whole arenas of "
+                          "%llu bytes in the %llu bytes of heap_size)", (unsigned long long)G->used,
+                          (unsigned long long)h->limit, (unsigned long long)(h->limit / h->stride),
+                          (unsigned long long)h->stride, (unsigned long long)h->reserve);
     want = (want + h->stride - 1) / h->stride * h->stride;
     if (want < need)
         want = need;
@@ -168,9 +170,11 @@ static uint64_t arenas_take(crpm_heap *h, uint64_t k)
             start = G->top;
         uint64_t top = start + k;
         if (top > h->limit / h->stride || extend_to(h, top) != 0) {
-            crpm_error(CRPM_ERR_NOMEM, "the heap is full: %llu bytes in use, %llu more needed, %llu reserved "
-                       "(heap_size)", (unsigned long long)G->used, (unsigned long long)(k * h->stride),
-                       (unsigned long long)h->limit);
+            crpm_error(CRPM_ERR_NOMEM, "the heap is full: %llu bytes in use, %llu more needed, %llu usable (%llu "
+                       "whole arenas of %llu bytes in the %llu bytes of heap_size)", (unsigned long long)G->used,
+                       (unsigned long long)(k * h->stride), (unsigned long long)h->limit,
+                       (unsigned long long)(h->limit / h->stride), (unsigned long long)h->stride,
+                       (unsigned long long)h->reserve);
             return 0;
         }
         for (uint64_t x = G->top; x < top; x++)
@@ -714,6 +718,12 @@ static uint32_t header_pages(unsigned as)
     return (uint32_t)((sizeof(arena_hdr) + apages * sizeof(ent) + CRPM_HEAP_PAGE - 1) / CRPM_HEAP_PAGE);
 }
 
+uint64_t crpm_heap_arena_bytes(unsigned arena_shift)
+{
+    unsigned as = arena_shift ? arena_shift : CRPM_HEAP_ARENA_SHIFT;
+    return ((1ull << (as - PAGE_SHIFT)) + header_pages(as)) * CRPM_HEAP_PAGE;
+}
+
 static crpm_heap *new_handle(void *mem, unsigned as, crpm_heap_grow_fn grow, void *arg)
 {
     crpm_heap *h = calloc(1, sizeof *h);
@@ -766,6 +776,7 @@ int crpm_heap_create(crpm_heap **out, void *mem, uint64_t reserve, unsigned aren
     if (!h)
         return CRPM_ERR_NOMEM;
     h->limit = limit_of(h, reserve);
+    h->reserve = reserve;
     int rc = CRPM_SUCCESS;
     if (h->limit == 0)
         rc = crpm_error(CRPM_ERR_NOMEM, "heap: %llu bytes reserved, one arena needs %llu",
@@ -831,6 +842,7 @@ int crpm_heap_attach(crpm_heap **out, void *mem, uint64_t extent, uint64_t reser
         return rc;
     }
     h->limit = limit_of(h, reserve);
+    h->reserve = reserve;
     *out = h;
     return CRPM_SUCCESS;
 }

@@ -57,6 +57,11 @@ typedef struct crpm_heap crpm_heap;
 /* Makes [base, base + bytes) readable and writable (bytes grows only). */
 typedef int (*crpm_heap_grow_fn)(void *arg, void *base, uint64_t bytes);
 
+/* The bytes one arena takes in the reserved range (its data pages and the
+ * header pages that describe them); arena_shift 0: default.  A reserve
+ * smaller than this holds no arena: every allocation would fail. */
+uint64_t crpm_heap_arena_bytes(unsigned arena_shift);
+
 /* Formats a new heap at mem (aligned to 4 KiB) able to grow to `reserve`
  * bytes (a multiple of the arena size, at most CRPM_HEAP_MAX_BYTES), first
  * making its first arena usable through grow.  `arena_shift` 0: default. */

@@ -72,7 +72,8 @@ struct crpm_heap {
     uint64_t div;              /* page id -> arena: (g * div) >> 40 */
     uint32_t gpages;           /* global header pages */
     uint32_t slab_pages;       /* pages per slab */
-    uint64_t limit;            /* bytes the heap may grow to in this process */
+    uint64_t limit;            /* bytes the heap may grow to in this process: whole arenas of reserve */
+    uint64_t reserve;          /* the range reserved for it (heap_size), for messages */
     crpm_heap_grow_fn grow;
     void *grow_arg;
     atomic_int lock;

@@ -19,6 +19,7 @@
 
 #include "error.h"
 #include "fsutil.h"
+#include "format.h"  /* the container's default segment and block sizes */
 #include "persist.h" /* enum crpm_persistence */
 #include "stop.h"    /* end_time and exit_signal values */
 
@@ -166,6 +167,17 @@ static int set_path(char *dst, const char *v)
     return 0;
 }
 
+/* What a refused end_time should have been: 0 is singled out, since it
+ * reads as "none" but is a time (1970); an empty value means none. */
+static const char *end_time_expected(const char *v)
+{
+    double d;
+    char *end;
+    if (*v && strspn(v, "0.") == strlen(v) && (d = strtod(v, &end), d == 0 && !*end))
+        return "a time after 1970-01-01T00:00:00Z (0 is no end time: leave end_time empty or remove it)";
+    return "Unix seconds or an ISO 8601 time (2024-06-11T14:30:00Z) from 1970 to 9999-12-31, or nothing";
+}
+
 /* The [basic] keys of the levels beyond level 1 (set_basic's). */
 static int set_level_key(crpm_config *cfg, int k, const char *value, const char **want)
 {
@@ -176,17 +188,17 @@ static int set_level_key(crpm_config *cfg, int k, const char *value, const char 
         cfg->ckpt_interval_l4_auto = strcmp(value, "auto") == 0;
         ok = cfg->ckpt_interval_l4_auto || parse_long(value, 0, 1L << 40, &l) == 0;
         cfg->ckpt_interval_l4 = l;
-        *want = "a count >= 0 or auto";
+        *want = "a count of checkpoints from 0 (never) to 2^40, or auto";
         break;
     case K_CKPT_INTERVAL_L2:
         ok = parse_long(value, 0, 1L << 40, &l) == 0;
         cfg->ckpt_interval_l2 = l;
-        *want = "a count >= 0";
+        *want = "a count of checkpoints from 0 (never) to 2^40";
         break;
     case K_CKPT_INTERVAL_L3:
         ok = parse_long(value, 0, 1L << 40, &l) == 0;
         cfg->ckpt_interval_l3 = l;
-        *want = "a count >= 0";
+        *want = "a count of checkpoints from 0 (never) to 2^40";
         break;
     /* GF(2^8) Reed-Solomon: at most 255 units per codeword; a group of one
      * node could only hold parity of its own data. */
@@ -230,25 +242,25 @@ static int set_basic(crpm_config *cfg, int k, const char *value, const char **wa
     case K_CKPT_INTERVAL:
         ok = parse_long(value, 0, 1L << 40, &l) == 0;
         cfg->ckpt_interval = l;
-        *want = "an iteration count >= 0";
+        *want = "a count of iterations from 0 (off) to 2^40";
         break;
     case K_CKPT_INTERVAL_S:
         cfg->ckpt_interval_auto = strcmp(value, "auto") == 0;
         ok = cfg->ckpt_interval_auto || parse_seconds(value, &cfg->ckpt_interval_s) == 0;
-        *want = "seconds >= 0 or auto";
+        *want = "seconds (0: off; a decimal number, at most about 1e308) or auto";
         break;
     case K_MTBF_S:
     case K_MTBF_L4_S: {
         double d = 0;
         ok = parse_seconds(value, &d) == 0 && d > 0;
         *(k == K_MTBF_S ? &cfg->mtbf_s : &cfg->mtbf_l4_s) = d;
-        *want = "seconds > 0";
+        *want = "seconds > 0 (a decimal number, at most about 1e308)";
         break;
     }
     case K_NODE_SIZE:
         ok = parse_long(value, 0, 1L << 24, &l) == 0;
         cfg->node_size = (int)l;
-        *want = "ranks per node >= 1 (0 = detect)";
+        *want = "ranks per node from 1 to 2^24, or 0 to detect the nodes";
         break;
     case K_KEEP_LAST_CKPT:
         ok = parse_bool(value, &cfg->keep_last_ckpt) == 0;
@@ -257,7 +269,7 @@ static int set_basic(crpm_config *cfg, int k, const char *value, const char **wa
     case K_KEEP_L4:
         ok = parse_long(value, 1, 1000000, &l) == 0;
         cfg->keep_l4 = (int)l;
-        *want = "a count >= 1";
+        *want = "a count of level-4 checkpoints from 1 to 1000000";
         break;
     case K_VERBOSITY:
         ok = parse_long(value, 0, 3, &l) == 0;
@@ -272,7 +284,7 @@ static int set_basic(crpm_config *cfg, int k, const char *value, const char **wa
     case K_END_TIME:
         cfg->end_time = 0;
         ok = !*value || crpm_stop_parse_time(value, &cfg->end_time) == 0;
-        *want = "Unix seconds or an ISO 8601 time (2024-06-11T14:30:00Z), or nothing";
+        *want = end_time_expected(value);
         break;
     case K_END_TIME_SAFETY:
         ok = parse_seconds(value, &cfg->end_time_safety) == 0 && cfg->end_time_safety >= 1 &&
@@ -282,7 +294,7 @@ static int set_basic(crpm_config *cfg, int k, const char *value, const char **wa
     case K_EXIT_SIGNAL:
         cfg->exit_signal = 0;
         ok = !*value || crpm_stop_parse_signal(value, &cfg->exit_signal) == 0;
-        *want = "a signal name (USR1, USR2, TERM, ...) or nothing";
+        *want = crpm_stop_signal_expected(value);
         break;
     case K_ASYNC:
         ok = parse_bool(value, &cfg->async) == 0;
@@ -306,7 +318,7 @@ static int set_advanced(crpm_config *cfg, int k, const char *value, const char *
     switch (k) {
     case K_LOCK_WAIT_S:
         ok = parse_seconds(value, &cfg->lock_wait_s) == 0;
-        *want = "seconds >= 0";
+        *want = "seconds >= 0 (0: do not wait; a decimal number, at most about 1e308)";
         break;
     case K_ON_UNRECOVERABLE:
         if (strcmp(value, "error") == 0)
@@ -330,13 +342,15 @@ static int set_advanced(crpm_config *cfg, int k, const char *value, const char *
         break;
     case K_SEGMENT_SIZE:
     case K_BLOCK_SIZE: {
-        uint64_t s = 0;
-        ok = parse_size(value, &s) == 0 && s > 0 && (s & (s - 1)) == 0;
+        /* the container's limits (format/container.c), here with the file's line */
+        uint64_t s = 0, lo = k == K_SEGMENT_SIZE ? 64 : 8;
+        ok = parse_size(value, &s) == 0 && s >= lo && s <= (1ull << 30) && (s & (s - 1)) == 0;
         if (k == K_SEGMENT_SIZE)
             cfg->segment_size = s;
         else
             cfg->block_size = s;
-        *want = "a power of two in bytes (suffix K, M or G allowed)";
+        *want = k == K_SEGMENT_SIZE ? "a power of two from 64 bytes to 1G (suffix K, M or G allowed)"
+                                    : "a power of two from 8 bytes to 1G (suffix K, M or G allowed)";
         break;
     }
     case K_PERSISTENCE:
@@ -450,8 +464,8 @@ int crpm_config_parse(const char *text, const char *name, crpm_config *cfg)
     env = getenv("CRPM_END_TIME");
     if (env && *env) {
         if (crpm_stop_parse_time(env, &cfg->end_time) != 0)
-            return crpm_error(CRPM_ERR_CONFIG, "environment CRPM_END_TIME='%s': expected Unix seconds or an ISO 8601 "
-                              "time (2024-06-11T14:30:00Z)", env);
+            return crpm_error(CRPM_ERR_CONFIG, "environment CRPM_END_TIME='%s': expected %s", env,
+                              end_time_expected(env));
         cfg->end_time_env = 1;
     }
     env = getenv("CRPM_THREADS");
@@ -493,10 +507,13 @@ int crpm_config_parse(const char *text, const char *name, crpm_config *cfg)
         return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: heap_size %llu at heap_base %#llx ends beyond the "
                           "user address space (2^47)", name, ctx.key_line[K_HEAP_SIZE],
                           (unsigned long long)cfg->heap_size, (unsigned long long)cfg->heap_base);
-    if (cfg->segment_size && cfg->block_size && cfg->block_size > cfg->segment_size)
-        return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: block_size %llu exceeds segment_size %llu", name,
-                          ctx.key_line[K_BLOCK_SIZE], (unsigned long long)cfg->block_size,
-                          (unsigned long long)cfg->segment_size);
+    uint64_t seg = cfg->segment_size ? cfg->segment_size : CRPM_DEFAULT_SEGMENT,
+             blk = cfg->block_size ? cfg->block_size : CRPM_DEFAULT_BLOCK;
+    if (blk > seg)
+        return crpm_error(CRPM_ERR_CONFIG, "config %s, line %d: block_size %llu%s exceeds segment_size %llu%s", name,
+                          ctx.key_line[cfg->block_size ? K_BLOCK_SIZE : K_SEGMENT_SIZE], (unsigned long long)blk,
+                          cfg->block_size ? "" : " (the default)", (unsigned long long)seg,
+                          cfg->segment_size ? "" : " (the default)");
     return CRPM_SUCCESS;
 }
 

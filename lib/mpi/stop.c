@@ -114,16 +114,21 @@ int crpm_stop_parse_time(const char *s, double *out)
     if (!s || !*s)
         return -1;
     size_t n = strlen(s);
+    double d;
     if (strspn(s, "0123456789.") == n) { /* Unix seconds */
         char *end;
         errno = 0;
-        double d = strtod(s, &end);
+        d = strtod(s, &end);
         if (errno || *end || !isfinite(d) || strchr(s, '.') != strrchr(s, '.'))
             return -1;
-        *out = d;
-        return 0;
+    } else if (parse_iso(s, &d) != 0) {
+        return -1;
     }
-    return parse_iso(s, out);
+    /* 0 is 1970, not "no end time" (that is an empty value); beyond year 9999 is no allocation's end */
+    if (d <= 0 || d > CRPM_STOP_TIME_MAX)
+        return -1;
+    *out = d;
+    return 0;
 }
 
 static const struct {
@@ -158,6 +163,23 @@ int crpm_stop_parse_signal(const char *s, int *signo)
             return 0;
         }
     return -1;
+}
+
+const char *crpm_stop_signal_expected(const char *s)
+{
+    static const char any[] = "a signal name or number: HUP, INT, QUIT, USR1, USR2, ALRM, TERM, URG, XCPU, VTALRM, "
+                              "PROF or WINCH (with or without SIG), or nothing";
+    if (!s)
+        return any;
+    char *end;
+    long v = isdigit((unsigned char)s[0]) ? strtol(s, &end, 10) : -1;
+    const char *name = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
+    /* by number or by name, the same answer */
+    if ((v >= 0 && !*end && (v == SIGKILL || v == SIGSTOP)) || strcasecmp(name, "KILL") == 0 ||
+        strcasecmp(name, "STOP") == 0)
+        return "a signal that can be caught (SIGKILL and SIGSTOP cannot: the job would end or stop before it could "
+               "checkpoint; ask the scheduler for USR1 or TERM, e.g. sbatch --signal=USR1@120, and name it here)";
+    return any;
 }
 
 const char *crpm_stop_signal_name(int signo)

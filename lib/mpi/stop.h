@@ -42,12 +42,19 @@ typedef struct crpm_stop {
 
 struct crpm_ctx;
 
+/* The latest end time accepted: 9999-12-31T23:59:59Z. */
+#define CRPM_STOP_TIME_MAX 253402300799.0
 /* Unix seconds ("1718112600", "1718112600.5") or ISO 8601
- * ("2024-06-11T14:30:00Z", "...+02:00", "2024-06-11 14:30" in local time).
- * 0, or -1 when s is neither. */
+ * ("2024-06-11T14:30:00Z", "...+02:00", "2024-06-11 14:30" in local time),
+ * after 1970-01-01T00:00:00Z and at most CRPM_STOP_TIME_MAX.  0, or -1 when
+ * s is none of these. */
 int crpm_stop_parse_time(const char *s, double *out);
 /* A catchable signal by name ("USR1", "SIGUSR1") or number: 0 and *signo, or -1. */
 int crpm_stop_parse_signal(const char *s, int *signo);
+/* What a value crpm_stop_parse_signal refused should have been (for
+ * "expected ..." in messages): says why for SIGKILL and SIGSTOP, by name or
+ * number alike. */
+const char *crpm_stop_signal_expected(const char *s);
 /* Its name without "SIG" ("USR1"), or "?". */
 const char *crpm_stop_signal_name(int signo);
 

@@ -3,14 +3,25 @@
 #include <stdio.h>
 #include "error.h"
 
+#include <string.h>
+
 static _Thread_local char last_msg[3 * 4096];
+/* Callers wrap the last message in a new one (crpm_error(rc, "%s: %s", fn,
+ * crpm_last_error())): formatting straight into last_msg would overwrite the
+ * cause while reading it, so the text is built here and then copied. */
+static _Thread_local char next_msg[sizeof last_msg];
 
 int crpm_error(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+    int n = vsnprintf(next_msg, sizeof next_msg, fmt, ap);
     va_end(ap);
+    if (n < 0)
+        n = 0;
+    size_t len = (size_t)n < sizeof next_msg ? (size_t)n : sizeof next_msg - 1;
+    memcpy(last_msg, next_msg, len);
+    last_msg[len] = '\0';
     return code;
 }
 

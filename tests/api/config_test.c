@@ -32,6 +32,135 @@ static void check_examples(const char *dir)
     }
 }
 
+/* Every numeric key: beyond 64 bits, negative, zero where zero is no value of
+ * the key, and the bounds; the message names the line, the key and what was
+ * expected.  [section, key, value, what the message must hold ("" = accepted)] */
+static void range_checks(void)
+{
+    const char *cases[][4] = {
+        {"basic", "ckpt_interval", "99999999999999999999", "bad value '99999999999999999999' for ckpt_interval: "
+                                   "expected a count of iterations from 0 (off) to 2^40"},
+        {"basic", "ckpt_interval", "1099511627776", ""},
+        {"basic", "ckpt_interval", "1099511627777", "expected a count of iterations from 0 (off) to 2^40"},
+        {"basic", "ckpt_interval", "-3", "bad value '-3' for ckpt_interval"},
+        {"basic", "ckpt_interval", "0", ""},
+        {"basic", "ckpt_interval_s", "1e400", "bad value '1e400' for ckpt_interval_s: expected seconds"},
+        {"basic", "ckpt_interval_s", "-1", "bad value '-1' for ckpt_interval_s"},
+        {"basic", "ckpt_interval_s", "nan", "bad value 'nan' for ckpt_interval_s"},
+        {"basic", "ckpt_interval_s", "inf", "bad value 'inf' for ckpt_interval_s"},
+        {"basic", "ckpt_interval_l2", "18446744073709551617", "expected a count of checkpoints from 0 (never) to 2^40"},
+        {"basic", "ckpt_interval_l2", "-1", "bad value '-1' for ckpt_interval_l2"},
+        {"basic", "ckpt_interval_l4", "-1", "expected a count of checkpoints from 0 (never) to 2^40, or auto"},
+        {"basic", "keep_l4", "0", "bad value '0' for keep_l4: expected a count of level-4 checkpoints from 1 to 1000000"},
+        {"basic", "keep_l4", "1000001", "bad value '1000001' for keep_l4"},
+        {"basic", "keep_l4", "99999999999999999999", "bad value '99999999999999999999' for keep_l4"},
+        {"basic", "node_size", "-2", "bad value '-2' for node_size: expected ranks per node from 1 to 2^24, or 0 to "
+                                     "detect the nodes"},
+        {"basic", "node_size", "16777217", "bad value '16777217' for node_size"},
+        {"basic", "node_size", "0", ""},
+        {"basic", "verbosity", "4", "bad value '4' for verbosity: expected 0, 1, 2 or 3"},
+        {"basic", "verbosity", "-1", "bad value '-1' for verbosity"},
+        {"basic", "mtbf_s", "0", "bad value '0' for mtbf_s: expected seconds > 0"},
+        {"basic", "mtbf_s", "-5", "bad value '-5' for mtbf_s"},
+        {"basic", "mtbf_s", "1e999", "bad value '1e999' for mtbf_s"},
+        {"basic", "heap_size", "-1", "bad value '-1' for heap_size: expected bytes up to 1T"},
+        {"basic", "heap_size", "18446744073709551616", "bad value '18446744073709551616' for heap_size"},
+        {"basic", "heap_size", "16777216T", "bad value '16777216T' for heap_size"},
+        {"basic", "heap_size", "0", ""},
+        {"basic", "end_time", "0", "bad value '0' for end_time: expected a time after 1970-01-01T00:00:00Z (0 is no "
+                                   "end time: leave end_time empty or remove it)"},
+        {"basic", "end_time", "0.0", "(0 is no end time: leave end_time empty or remove it)"},
+        {"basic", "end_time", "99999999999999999999", "bad value '99999999999999999999' for end_time: expected Unix "
+                                                      "seconds or an ISO 8601 time (2024-06-11T14:30:00Z) from 1970 to "
+                                                      "9999-12-31, or nothing"},
+        {"basic", "end_time", "253402300800", "from 1970 to 9999-12-31"},
+        {"basic", "end_time", "253402300799", ""},
+        {"basic", "end_time", "-1718116200", "bad value '-1718116200' for end_time"},
+        {"basic", "end_time", "1969-12-31T23:59:59Z", "bad value '1969-12-31T23:59:59Z' for end_time"},
+        {"basic", "end_time", "", ""},
+        {"basic", "end_time_safety", "0", "bad value '0' for end_time_safety: expected a factor from 1 to 100"},
+        {"basic", "end_time_safety", "101", "bad value '101' for end_time_safety"},
+        {"basic", "exit_signal", "9", "bad value '9' for exit_signal: expected a signal that can be caught (SIGKILL "
+                                      "and SIGSTOP cannot: the job would end or stop before it could checkpoint"},
+        {"basic", "exit_signal", "KILL", "bad value 'KILL' for exit_signal: expected a signal that can be caught"},
+        {"basic", "exit_signal", "SIGSTOP", "expected a signal that can be caught"},
+        {"basic", "exit_signal", "0", "bad value '0' for exit_signal: expected a signal name or number: HUP, INT, "
+                                      "QUIT, USR1, USR2, ALRM, TERM, URG, XCPU, VTALRM, PROF or WINCH"},
+        {"basic", "exit_signal", "-10", "bad value '-10' for exit_signal: expected a signal name or number"},
+        {"basic", "exit_signal", "99999999999999999999", "expected a signal name or number"},
+        {"basic", "exit_signal", "SEGV", "bad value 'SEGV' for exit_signal: expected a signal name or number"},
+        {"basic", "exit_signal", "15", ""},
+        {"basic", "exit_signal", "TERM", ""},
+        {"basic", "group_size", "99999999999999999999", "bad value '99999999999999999999' for group_size"},
+        {"advanced", "lock_wait_s", "-1", "bad value '-1' for lock_wait_s: expected seconds >= 0 (0: do not wait"},
+        {"advanced", "lock_wait_s", "1e400", "bad value '1e400' for lock_wait_s"},
+        {"advanced", "lock_wait_s", "0", ""},
+        {"advanced", "threads", "0", "bad value '0' for threads: expected auto or a number of threads from 1 to 1024"},
+        {"advanced", "threads", "1025", "bad value '1025' for threads"},
+        {"advanced", "threads", "-1", "bad value '-1' for threads"},
+        {"advanced", "segment_size", "0", "bad value '0' for segment_size: expected a power of two from 64 bytes to "
+                                          "1G"},
+        {"advanced", "segment_size", "32", "bad value '32' for segment_size"},
+        {"advanced", "segment_size", "2G", "bad value '2G' for segment_size"},
+        {"advanced", "segment_size", "1G", ""},
+        {"advanced", "segment_size", "-4096", "bad value '-4096' for segment_size"},
+        {"advanced", "segment_size", "18446744073709551616", "bad value '18446744073709551616' for segment_size"},
+        {"advanced", "block_size", "4", "bad value '4' for block_size: expected a power of two from 8 bytes to 1G"},
+        {"advanced", "block_size", "0", "bad value '0' for block_size"},
+        /* beside the default segment (2 MiB) */
+        {"advanced", "block_size", "4M", "line 4: block_size 4194304 exceeds segment_size 2097152 (the default)"},
+        {"advanced", "segment_size", "128", "line 4: block_size 256 (the default) exceeds segment_size 128"},
+        {"advanced", "heap_base", "-4194304", "bad value '-4194304' for heap_base"},
+        {"advanced", "heap_base", "0x10000000000000000", "bad value '0x10000000000000000' for heap_base"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char t[512];
+        crpm_config c;
+        snprintf(t, sizeof t, "[basic]\nckpt_dir = /d\n%s%s = %s\n", strcmp(cases[i][0], "advanced") ? "" : "[advanced]\n",
+                 cases[i][1], cases[i][2]);
+        int rc = parse(t, &c);
+        if (!cases[i][3][0])
+            CHECK(rc == 0, "%s = '%s' refused", cases[i][1], cases[i][2]);
+        else
+            CHECK(rc == CRPM_ERR_CONFIG && strstr(crpm_last_error(), cases[i][3]),
+                  "%s = '%s': %d, message lacks \"%s\"", cases[i][1], cases[i][2], rc, cases[i][3]);
+    }
+    /* the environment's end time, checked alike */
+    crpm_config c;
+    setenv("CRPM_END_TIME", "0", 1);
+    CHECK(fails_with("[basic]\nckpt_dir = /d\n", "environment CRPM_END_TIME='0': expected a time after "
+                     "1970-01-01T00:00:00Z (0 is no end time"));
+    setenv("CRPM_END_TIME", "1e30", 1);
+    CHECK(fails_with("[basic]\nckpt_dir = /d\n", "environment CRPM_END_TIME='1e30': expected Unix seconds"));
+    unsetenv("CRPM_END_TIME");
+    CHECK(parse("[basic]\nckpt_dir = /d\nexit_signal = 15\n", &c) == 0 && c.exit_signal == 15);
+}
+
+/* A message that wraps the last one (the API's "fn(id): cause") keeps the
+ * whole cause, once: formatting must not read the text it overwrites. */
+static void nested_messages(void)
+{
+    crpm_error(CRPM_ERR_INVAL, "global dataset %d: dimension %d is %lld", 0, 1, -1LL);
+    crpm_error(CRPM_ERR_INVAL, "%s(%d): %s", "crpm_define_global", 0, crpm_last_error());
+    CHECK(strcmp(crpm_last_error(), "crpm_define_global(0): global dataset 0: dimension 1 is -1") == 0, "got '%s'",
+          crpm_last_error());
+    /* a cause as long as the buffer: cut at its end, never at its start */
+    static char big[3 * 4096 + 100];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    big[0] = 'A';
+    crpm_error(CRPM_ERR_IO, "%s", big);
+    crpm_error(CRPM_ERR_IO, "outer: %s", crpm_last_error());
+    const char *m = crpm_last_error();
+    size_t len = strlen(m);
+    int starts = strncmp(m, "outer: Axxx", 11) == 0;
+    char head[17];
+    snprintf(head, sizeof head, "%s", m);
+    crpm_error_clear(); /* not 12 KiB of text after a failure */
+    CHECK(starts && len == 3 * 4096 - 1, "len %zu, starts '%s'", len, head);
+    CHECK(crpm_last_error()[0] == '\0');
+}
+
 int main(int argc, char **argv)
 {
     check_set_note(crpm_last_error);
@@ -132,7 +261,7 @@ int main(int argc, char **argv)
         {"node_size", "auto", "line 3: bad value 'auto' for node_size"},
         {"node_size", "1.5", "line 3: bad value '1.5' for node_size"},
         {"node_size", "99999999999", "line 3: bad value '99999999999' for node_size"},
-        {"ckpt_interval_l2", "-2", "line 3: bad value '-2' for ckpt_interval_l2: expected a count >= 0"},
+        {"ckpt_interval_l2", "-2", "line 3: bad value '-2' for ckpt_interval_l2: expected a count of checkpoints from 0 (never) to 2^40"},
         {"ckpt_interval_l2", "auto", "line 3: bad value 'auto' for ckpt_interval_l2"},
         {"ckpt_interval_l2", "3 4", "line 3: bad value '3 4' for ckpt_interval_l2"},
     };
@@ -155,7 +284,7 @@ int main(int argc, char **argv)
     CHECK(parse("[basic]\nckpt_dir=/d\ngroup_size = 255\nl3_parity = 127\n", &c) == 0);
     CHECK(c.group_size == 255 && c.l3_parity == 127);
     const char *bad_l3[][3] = {
-        {"ckpt_interval_l3", "-1", "line 3: bad value '-1' for ckpt_interval_l3: expected a count >= 0"},
+        {"ckpt_interval_l3", "-1", "line 3: bad value '-1' for ckpt_interval_l3: expected a count of checkpoints from 0 (never) to 2^40"},
         {"ckpt_interval_l3", "auto", "line 3: bad value 'auto' for ckpt_interval_l3"},
         {"ckpt_interval_l3", "2.5", "line 3: bad value '2.5' for ckpt_interval_l3"},
         {"group_size", "-4", "line 3: bad value '-4' for group_size: expected nodes per group, 2 .. 255"},
@@ -229,6 +358,9 @@ int main(int argc, char **argv)
     CHECK(fails_with("[basic]\nckpt_dir = /d\n[advanced]\nheap_base = 0\n", "for heap_base"));
     CHECK(fails_with("[basic]\nckpt_dir = /d\nheap_size = 1T\n[advanced]\nheap_base = 0x7f8000000000\n",
                      "beyond the user address space"));
+
+    range_checks();
+    nested_messages();
 
     if (argc > 1)
         check_examples(argv[1]);

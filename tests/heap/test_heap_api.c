@@ -228,6 +228,9 @@ static void full(void)
     }
     const char *msg = crpm_last_error();
     CHECK(strstr(msg, "heap is full") && strstr(msg, "heap_size"), "message: %s", msg);
+    /* what is usable (whole arenas) beside what heap_size reserved: two sizes, each named as what it is */
+    CHECK(strstr(msg, " usable (15 whole arenas of ") && strstr(msg, " bytes in the 67108864 bytes of heap_size)"),
+          "message: %s", msg);
     CHECK(n >= 55, "only %zu MiB of 64", n);
     CHECK(crpm_malloc(100) != NULL, "a small block still fits: %s", crpm_last_error());
     CHECK(crpm_checkpoint(1, CRPM_L1) == 0, "checkpoint of the full heap: %s", crpm_last_error());

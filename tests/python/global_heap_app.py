@@ -70,6 +70,16 @@ def gwrite(d):
         crpm.add_subset(0, 1, (r0, 0), (r1 - r0, COLS))
         crpm.protect_replicated(2, counter)
         check(crpm.global_dims(0) == (ROWS, COLS), "global_dims %s" % (crpm.global_dims(0),))
+        # the detail is the call's prefix once and the whole cause
+        for call, want in ((lambda: crpm.define_global(3, (4, -1), np.float64, "bad"),
+                            "crpm_define_global(3): global dataset 3: dimension 1 is -1"),
+                           (lambda: crpm.add_subset(9, 7, (0, 0), (1, 1)),
+                            "crpm_add_subset(7): array 7: global dataset 9 is not defined (crpm_define_global first)")):
+            try:
+                call()
+                check(False, "%r accepted" % want)
+            except crpm.Error as e:
+                check(e.detail == want, "Error.detail %r, expected %r" % (e.detail, want))
         try:
             crpm.heap_array(4)
             check(False, "heap_array without heap_size did not raise")

@@ -55,6 +55,14 @@ static void parsing(void)
                          "2024-06-11T14:30:00Zx", "2024-6-11T14:30Z", "2024-06-11T14:30:00."};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         time_refused(bad[i]);
+    /* 0 is 1970, not "no end time"; nothing beyond the year 9999 (nor 64 bits) */
+    const char *out_of_range[] = {"0", "0.0", "00", "253402300800", "99999999999999999999", "1969-12-31T23:59:59Z",
+                                  "1970-01-01T00:00:00Z"};
+    for (size_t i = 0; i < sizeof out_of_range / sizeof out_of_range[0]; i++)
+        time_refused(out_of_range[i]);
+    time_is("253402300799", 253402300799.0);
+    time_is("9999-12-31T23:59:59Z", 253402300799.0);
+    time_is("0.5", 0.5);
 
     int s = 0;
     CHECK(crpm_stop_parse_signal("USR1", &s) == 0 && s == SIGUSR1);
@@ -64,9 +72,33 @@ static void parsing(void)
     snprintf(num, sizeof num, "%d", SIGUSR1);
     CHECK(crpm_stop_parse_signal(num, &s) == 0 && s == SIGUSR1);
     CHECK(strcmp(crpm_stop_signal_name(SIGXCPU), "XCPU") == 0);
-    const char *badsig[] = {"", "KILL", "SIGSTOP", "SEGV", "USR3", "9", "10x"};
+    const char *badsig[] = {"", "KILL", "SIGSTOP", "SEGV", "USR3", "9", "10x", "0", "-10", "99999999999999999999"};
     for (size_t i = 0; i < sizeof badsig / sizeof badsig[0]; i++)
         CHECK(crpm_stop_parse_signal(badsig[i], &s) != 0, "signal '%s' accepted", badsig[i]);
+    /* a signal by number and by name: the same verdict, the same signal, the same explanation */
+    for (int n = 1; n < NSIG; n++) {
+        const char *abbrev = sigabbrev_np(n);
+        if (!abbrev)
+            continue;
+        char name[32], sname[40];
+        snprintf(num, sizeof num, "%d", n);
+        snprintf(name, sizeof name, "%s", abbrev);
+        snprintf(sname, sizeof sname, "SIG%s", abbrev);
+        int by_num = -1, by_name = -1, by_sname = -1;
+        int rn = crpm_stop_parse_signal(num, &by_num), ra = crpm_stop_parse_signal(name, &by_name),
+            rs = crpm_stop_parse_signal(sname, &by_sname);
+        CHECK(rn == ra && ra == rs, "signal %d: '%s' %s, '%s' %s, '%s' %s", n, num, rn ? "refused" : "accepted",
+              name, ra ? "refused" : "accepted", sname, rs ? "refused" : "accepted");
+        if (rn == 0 && ra == 0)
+            CHECK(by_num == n && by_name == n && by_sname == n, "signal %d: %d / %d / %d", n, by_num, by_name,
+                  by_sname);
+        else
+            CHECK(strcmp(crpm_stop_signal_expected(num), crpm_stop_signal_expected(name)) == 0,
+                  "signal %d: '%s' and '%s' refused with different explanations", n, num, name);
+    }
+    CHECK(strstr(crpm_stop_signal_expected("9"), "SIGKILL and SIGSTOP cannot"), "%s", crpm_stop_signal_expected("9"));
+    CHECK(strstr(crpm_stop_signal_expected("sigkill"), "SIGKILL and SIGSTOP cannot"));
+    CHECK(!strstr(crpm_stop_signal_expected("SEGV"), "cannot be caught"));
 }
 
 static void config_keys(void)
