@@ -349,6 +349,26 @@ static int list_ranks(char *buf, size_t n, const crpm_restart_facts *f, int (*pa
     return total;
 }
 
+/* Appends " (<file>, <file>)" for the first 4 ranks pass(r) selects, from
+ * paths (nranks entries, any NULL: that rank's file name alone). */
+static size_t add_files(char *buf, size_t n, size_t used, const crpm_restart_facts *f, const char *const *paths,
+                        int (*pass)(const crpm_restart_facts *, int, const void *), const void *arg)
+{
+    int k = 0;
+    for (int r = 0; r < f->nranks && k < 4 && used < n; r++) {
+        if (!pass(f, r, arg))
+            continue;
+        if (paths && paths[r])
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", k ? ", " : " (", paths[r]);
+        else
+            used += (size_t)snprintf(buf + used, n - used, "%srank-%d.crpm", k ? ", " : " (", r);
+        k++;
+    }
+    if (k && used < n)
+        used += (size_t)snprintf(buf + used, n - used, ")");
+    return used < n ? used : n;
+}
+
 static int is_corrupt(const crpm_restart_facts *f, int r, const void *a)
 {
     (void)a;
@@ -388,9 +408,11 @@ static int has_rc(const crpm_restart_facts *f, int r, const void *a)
     return row(f, r)[CRPM_F_RC] < 0;
 }
 
-/* Appends "; <what with the ranks>" when some rank passes. */
+/* Appends "; <what with the ranks>" when some rank passes (with paths:
+ * the files of the first of them too). */
 static size_t add_part(char *buf, size_t n, size_t used, const crpm_restart_facts *f,
-                       int (*pass)(const crpm_restart_facts *, int, const void *), const void *arg, const char *fmt)
+                       int (*pass)(const crpm_restart_facts *, int, const void *), const void *arg, const char *fmt,
+                       const char *const *paths, int with_files)
 {
     char ranks[128];
     if (!list_ranks(ranks, sizeof ranks, f, pass, arg) || used >= n)
@@ -398,7 +420,9 @@ static size_t add_part(char *buf, size_t n, size_t used, const crpm_restart_fact
     used += (size_t)snprintf(buf + used, n - used, "%s", used ? "; " : "");
     if (used < n)
         used += (size_t)snprintf(buf + used, n - used, fmt, ranks);
-    return used;
+    if (with_files && used < n)
+        used = add_files(buf, n, used, f, paths, pass, arg);
+    return used < n ? used : n;
 }
 
 /* Which ranks lack the newest candidate epoch and what each holds: "at
@@ -447,21 +471,21 @@ static void lacking(const crpm_restart_facts *f, const crpm_verdict *v, char *bu
 /* Damage no redundancy could repair: the same text on every rank, naming
  * what is damaged or lost; the damaged rank adds its own file and detail. */
 static int damage_error(const crpm_restart_facts *f, const crpm_verdict *v, int me, const char *own_msg,
-                        const char *job_dir, const char *job_name)
+                        const char *const *paths, const char *job_name)
 {
-    char what[1024] = "", fmt[256], lack[1024];
+    char what[2048] = "", lack[1024];
     size_t used = 0;
-    snprintf(fmt, sizeof fmt, "the container of rank(s) %%s (rank-<r>.crpm in its node's job directory, here %s) is "
-             "corrupt", job_dir);
-    used = add_part(what, sizeof what, used, f, is_corrupt, NULL, fmt);
-    used = add_part(what, sizeof what, used, f, is_missing, NULL, "the container of rank(s) %s is missing");
-    used = add_part(what, sizeof what, used, f, is_unreadable, NULL, "the container of rank(s) %s cannot be read");
+    used = add_part(what, sizeof what, used, f, is_corrupt, NULL, "the container of rank(s) %s is corrupt", paths, 1);
+    used = add_part(what, sizeof what, used, f, is_missing, NULL, "the container of rank(s) %s is missing", paths, 1);
+    used = add_part(what, sizeof what, used, f, is_unreadable, NULL, "the container of rank(s) %s cannot be read",
+                    paths, 1);
     for (int i = 0; i < f->nsrc; i++) {
         char part[160];
         snprintf(part, sizeof part, "the %s of rank(s) %%s is corrupt", f->src[i].holding ? f->src[i].holding : "copy");
-        used = add_part(what, sizeof what, used, f, src_bad, &f->src[i], part);
+        used = add_part(what, sizeof what, used, f, src_bad, &f->src[i], part, paths, 0);
     }
-    used = add_part(what, sizeof what, used, f, prev_bad, NULL, "the previous epoch of rank(s) %s is corrupt too");
+    used = add_part(what, sizeof what, used, f, prev_bad, NULL, "the previous epoch of rank(s) %s is corrupt too",
+                    paths, 0);
     if (f->found_damaged && used < sizeof what)
         snprintf(what + used, sizeof what - used, "%sthe level-4 files are damaged", used ? "; " : "");
     lacking(f, v, lack, sizeof lack);
@@ -474,10 +498,51 @@ static int damage_error(const crpm_restart_facts *f, const crpm_verdict *v, int 
                       job_name, what, lack, own ? "; this rank: " : "", own ? own_msg : "");
 }
 
-int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int me, const char *own_msg,
-                       const char *job_dir, const char *job_name)
+/* Ranks at the lowest and the highest committed epoch. */
+static int at_emin(const crpm_restart_facts *f, int r, const void *a)
 {
-    char ranks[256], lack[1024];
+    const crpm_verdict *v = a;
+    const int64_t *x = row(f, r);
+    return x[CRPM_F_EXISTS] && x[CRPM_F_RC] == 0 && x[CRPM_F_EPOCH] == v->emin;
+}
+static int at_emax(const crpm_restart_facts *f, int r, const void *a)
+{
+    const crpm_verdict *v = a;
+    const int64_t *x = row(f, r);
+    return x[CRPM_F_EXISTS] && x[CRPM_F_RC] == 0 && x[CRPM_F_EPOCH] == v->emax;
+}
+static int is_mixed(const crpm_restart_facts *f, int r, const void *a)
+{
+    (void)a;
+    const int64_t *ref = crpm_fact_reference(f->rank, f->nranks), *x = row(f, r);
+    return ref && x[CRPM_F_EXISTS] && x[CRPM_F_RC] == 0 && x[CRPM_F_EPOCH] != 0 &&
+           (x == ref || x[CRPM_F_RUN0] != ref[CRPM_F_RUN0] || x[CRPM_F_RUN1] != ref[CRPM_F_RUN1]);
+}
+
+int crpm_verdict_named(const crpm_restart_facts *f, const crpm_verdict *v, int *ranks, int max)
+{
+    int n = 0, field = CRPM_F_NRANKS;
+    for (int r = 0; r < f->nranks && n < max; r++) {
+        int pick = 0;
+        switch (v->l1) {
+        case CRPM_L1S_NRANKS: pick = has_field(f, r, &field); break;
+        case CRPM_L1S_MIXED: pick = is_mixed(f, r, NULL); break;
+        case CRPM_L1S_MISSING: pick = is_missing(f, r, NULL); break;
+        case CRPM_L1S_OPEN: pick = has_rc(f, r, NULL); break;
+        case CRPM_L1S_CORRUPT: pick = is_corrupt(f, r, NULL) || is_missing(f, r, NULL) || is_unreadable(f, r, NULL); break;
+        case CRPM_L1S_EPOCH: pick = at_emin(f, r, v) || at_emax(f, r, v); break;
+        default: break;
+        }
+        if (pick)
+            ranks[n++] = r;
+    }
+    return n;
+}
+
+int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int me, const char *own_msg,
+                       const char *const *paths, const char *job_dir, const char *job_name)
+{
+    char ranks[256], lack[1024], files[1200];
     const int64_t *mine = row(f, me);
     int field = CRPM_F_NRANKS;
     switch (v->l1) {
@@ -488,10 +553,11 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
                               "than the %d ranks of this run",
                               job_dir, v->extra, job_name, f->nranks);
         list_ranks(ranks, sizeof ranks, f, has_field, &field);
+        add_files(files, sizeof files, 0, f, paths, has_field, &field);
         return crpm_error(CRPM_ERR_NRANKS,
-                          "crpm_init: the containers of rank(s) %s in %s were written by a run with another "
+                          "crpm_init: the containers of rank(s) %s%s were written by a run with another "
                           "number of ranks (this run has %d)%s%s",
-                          ranks, job_dir, f->nranks, mine[CRPM_F_NRANKS] ? ": " : "",
+                          ranks, files, f->nranks, mine[CRPM_F_NRANKS] ? ": " : "",
                           mine[CRPM_F_NRANKS] ? own_msg : "");
     case CRPM_L1S_MIXED: {
         const int64_t *ref = crpm_fact_reference(f->rank, f->nranks);
@@ -500,37 +566,39 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
             if (row(f, r)[CRPM_F_EXISTS] && row(f, r)[CRPM_F_RC] == 0 && row(f, r)[CRPM_F_EPOCH] != 0 &&
                 (row(f, r)[CRPM_F_RUN0] != ref[CRPM_F_RUN0] || row(f, r)[CRPM_F_RUN1] != ref[CRPM_F_RUN1]))
                 other = r;
+        add_files(files, sizeof files, 0, f, paths, is_mixed, NULL);
         return crpm_error(CRPM_ERR_IDENTITY,
-                          "crpm_init: the containers in %s come from different runs of job '%s' (rank %d's and "
-                          "rank %d's differ): a container was replaced by one of another run; refusing to mix them",
-                          job_dir, job_name, first, other);
+                          "crpm_init: the containers of job '%s' come from different runs (rank %d's and rank %d's "
+                          "differ%s): a container was replaced by one of another run; refusing to mix them",
+                          job_name, first, other, files);
     }
     case CRPM_L1S_MISSING: {
         field = CRPM_F_EXISTS;
         list_ranks(ranks, sizeof ranks, f, is_missing, NULL);
+        add_files(files, sizeof files, 0, f, paths, is_missing, NULL);
         lacking(f, v, lack, sizeof lack);
         return crpm_error(CRPM_ERR_MISSING,
-                          "crpm_init: job '%s' has checkpoints in %s but the container of rank(s) %s is missing and "
+                          "crpm_init: job '%s' has checkpoints but the container of rank(s) %s is missing%s and "
                           "no level brings it back%s; refusing to start fresh over them; no file was changed or "
                           "removed (if a node is back or the configuration differs from the run that wrote them, "
                           "relaunch as that run; to start anew, set on_unrecoverable = fresh in [advanced], which "
                           "keeps them aside, or use another job_name)",
-                          job_name, job_dir, ranks, lack);
+                          job_name, ranks, files, lack);
     }
     case CRPM_L1S_OPEN: {
         if (mine[CRPM_F_RC] < 0)
             return crpm_error((int)mine[CRPM_F_RC], "crpm_init: cannot open %s/rank-%d.crpm: %s", job_dir, me,
                               own_msg);
         list_ranks(ranks, sizeof ranks, f, has_rc, NULL);
+        add_files(files, sizeof files, 0, f, paths, has_rc, NULL);
         int first = 0;
         while (row(f, first)[CRPM_F_RC] == 0)
             first++;
-        return crpm_error(CRPM_ERR_REMOTE,
-                          "crpm_init: the container of rank(s) %s cannot be opened (rank %d: %s; it is in that "
-                          "rank's node's job directory)", ranks, first, crpm_strerror((int)row(f, first)[CRPM_F_RC]));
+        return crpm_error(CRPM_ERR_REMOTE, "crpm_init: the container of rank(s) %s%s cannot be opened (rank %d: %s)",
+                          ranks, files, first, crpm_strerror((int)row(f, first)[CRPM_F_RC]));
     }
     case CRPM_L1S_CORRUPT:
-        return damage_error(f, v, me, own_msg, job_dir, job_name);
+        return damage_error(f, v, me, own_msg, paths, job_name);
     case CRPM_L1S_FULL_ON_DIFF:
         return crpm_error(CRPM_ERR_CONFIG,
                           "crpm_init: job '%s' has differential checkpoints; method = full cannot restart from them",
@@ -546,10 +614,19 @@ int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int m
         if (own_msg && own_msg[0] && v->emax - v->emin <= 1 && !v->bad_prev)
             return crpm_error(CRPM_ERR_EPOCH, "%s", own_msg);
         lacking(f, v, lack, sizeof lack);
+        list_ranks(ranks, sizeof ranks, f, at_emin, v);
+        size_t u = (size_t)snprintf(files, sizeof files, " (epoch %lld: rank(s) %s", (long long)v->emin, ranks);
+        u = add_files(files, sizeof files, u, f, paths, at_emin, v);
+        list_ranks(ranks, sizeof ranks, f, at_emax, v);
+        if (u < sizeof files)
+            u += (size_t)snprintf(files + u, sizeof files - u, "; epoch %lld: rank(s) %s", (long long)v->emax, ranks);
+        u = add_files(files, sizeof files, u < sizeof files ? u : sizeof files, f, paths, at_emax, v);
+        if (u < sizeof files)
+            snprintf(files + u, sizeof files - u, ")");
         return crpm_error(CRPM_ERR_EPOCH,
-                          "crpm_init: the containers of job '%s' hold epochs %lld to %lld%s and no level brings "
+                          "crpm_init: the containers of job '%s' hold epochs %lld to %lld%s%s and no level brings "
                           "every rank to one of them%s: they cannot be reconciled; no file was changed or removed",
-                          job_name, (long long)v->emin, (long long)v->emax,
+                          job_name, (long long)v->emin, (long long)v->emax, files,
                           v->bad_prev ? " (a rank ahead has no previous epoch)" : "", lack);
     }
 }

@@ -84,9 +84,15 @@ typedef struct crpm_verdict {
 
 crpm_verdict crpm_decide_restart(const crpm_restart_facts *f);
 
+/* The ranks (at most max) whose container files an error verdict's text
+ * names, identical on every rank; returns how many. */
+int crpm_verdict_named(const crpm_restart_facts *f, const crpm_verdict *v, int *ranks, int max);
+
 /* Sets the message of an error verdict for rank `me` (own_msg: its own open
- * or rollback error text, may be "") and returns the code. */
+ * or rollback error text, may be ""; paths: nranks entries, the container
+ * files of the ranks crpm_verdict_named gave, others NULL, or NULL) and
+ * returns the code. */
 int crpm_verdict_error(const crpm_restart_facts *f, const crpm_verdict *v, int me, const char *own_msg,
-                       const char *job_dir, const char *job_name);
+                       const char *const *paths, const char *job_dir, const char *job_name);
 
 #endif

@@ -283,6 +283,29 @@ static int create_fresh(crpm_ctx *ctx, gathered *g, const crpm_verdict *v, const
     return crpm_agree(ctx->comm, ctx->rank, lrc, what);
 }
 
+/* A refusal, on every rank alike: the ranks its text names send the paths
+ * of their containers (node-local directories differ from node to node),
+ * so that every rank names the affected files, not its own directory. */
+static int refuse(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
+{
+    enum { NAMED = 8 };
+    int named[NAMED], n = crpm_verdict_named(&g->f, v, named, NAMED);
+    char buf[NAMED][CRPM_PATH_MAX];
+    const char **paths = calloc((size_t)ctx->nranks, sizeof *paths); /* NULL: the texts name the files alone */
+    int ok = 1;
+    for (int i = 0; i < n; i++) { /* every rank takes part whatever it could allocate */
+        snprintf(buf[i], sizeof buf[i], "%s", named[i] == ctx->rank ? ctx->path : "");
+        ok = ok && MPI_Bcast(buf[i], (int)sizeof buf[i], MPI_CHAR, named[i], ctx->comm) == MPI_SUCCESS;
+        buf[i][sizeof buf[i] - 1] = '\0';
+        if (paths && ok)
+            paths[named[i]] = buf[i];
+    }
+    int rc = crpm_verdict_error(&g->f, v, ctx->rank, v->l1 == CRPM_L1S_FOUND_CORRUPT ? g->found.why : g->own_msg,
+                                paths, ctx->job_dir, ctx->cfg.job_name);
+    free(paths);
+    return crpm_agree(ctx->comm, ctx->rank, rc, "crpm_init");
+}
+
 /* Any verdict but level 1 (or one level 1 could not serve after all). */
 static int apply_other(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
 {
@@ -307,10 +330,7 @@ static int apply_other(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
     if (rc == 0 && fresh)
         rc = create_fresh(ctx, g, v, "crpm_init: creating the containers");
     if (rc == 0 && v->kind == CRPM_V_ERROR)
-        rc = crpm_agree(ctx->comm, ctx->rank,
-                        crpm_verdict_error(&g->f, v, ctx->rank, v->l1 == CRPM_L1S_FOUND_CORRUPT ? g->found.why : g->own_msg,
-                                           ctx->job_dir, ctx->cfg.job_name),
-                        "crpm_init");
+        rc = refuse(ctx, g, v);
     return rc;
 }
 

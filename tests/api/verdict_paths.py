@@ -80,10 +80,13 @@ class Ctx:
 
 
 def snapshot(c):
-    """Every file under ckpt with its bytes (a refused launch changes none)."""
+    """Every file under ckpt with its bytes (a refused launch changes none;
+    lock files hold the process that held them)."""
     files = {}
     for d, _, names in os.walk(c.ckpt):
         for n in names:
+            if n.endswith(".lock"):
+                continue
             p = os.path.join(d, n)
             with open(p, "rb") as f:
                 files[p] = f.read()
@@ -125,8 +128,10 @@ def refused(c, affected, what):
     if not re.search(what, msgs[0]):
         raise Failed("not the expected refusal (%s):\n  %s" % (what, msgs[0]))
     check_paths(c, msgs, affected)
-    if snapshot(c) != before:
-        raise Failed("a refused launch changed the checkpoint files")
+    after = snapshot(c)
+    if after != before:
+        changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+        raise Failed("a refused launch changed the checkpoint files: %s" % changed[:6])
 
 
 def scenario_reference(c):

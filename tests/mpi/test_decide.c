@@ -348,7 +348,7 @@ static void source_cases(void)
         }
         int bad = v.kind != t->kind || (v.kind == CRPM_V_L1 && v.epoch != t->epoch) || strcmp(got, t->repairs) != 0;
         if (v.kind == CRPM_V_ERROR) {
-            crpm_verdict_error(&f, &v, 0, "", "/ckpt/job", "job");
+            crpm_verdict_error(&f, &v, 0, "", NULL, "/ckpt/job", "job");
             bad |= (t->text && !strstr(crpm_last_error(), t->text)) || strstr(crpm_last_error(), "remove the");
         }
         CHECK(!bad, "sources: %s: kind %d (want %d), epoch %lld (want %lld), repairs %s (want %s): %s", t->name,
@@ -372,7 +372,7 @@ int main(void)
         int bad = v.kind != t->kind || v.l1 != t->l1 || (t->kind == CRPM_V_L1 && v.epoch != t->epoch) ||
                   v.set_aside != t->set_aside ||
                   (t->kind == CRPM_V_FULL && v.full_id != t->epoch);
-        int code = v.kind == CRPM_V_ERROR ? crpm_verdict_error(&f, &v, 0, "", "/ckpt/job", "job") : -1;
+        int code = v.kind == CRPM_V_ERROR ? crpm_verdict_error(&f, &v, 0, "", NULL, "/ckpt/job", "job") : -1;
         if (v.kind == CRPM_V_ERROR && (v.code != t->code || code != (t->l1 == CRPM_L1S_OPEN ? CRPM_ERR_REMOTE : t->code) ||
                                        !crpm_last_error()[0]))
             bad = 1;
@@ -387,7 +387,7 @@ int main(void)
     memcpy(rows + CRPM_F_N, own[1].f, sizeof own[1].f);
     crpm_restart_facts f = {.nranks = 2, .rank = rows, .asked = 1};
     crpm_verdict v = crpm_decide_restart(&f);
-    CHECK(crpm_verdict_error(&f, &v, 0, "slot checksum", "/d", "j") == CRPM_ERR_CORRUPT &&
+    CHECK(crpm_verdict_error(&f, &v, 0, "slot checksum", NULL, "/d", "j") == CRPM_ERR_CORRUPT &&
               strstr(crpm_last_error(), "slot checksum"),
           "own open error: %s", crpm_last_error());
     source_cases();
