@@ -81,6 +81,15 @@ void crpm_coord_purge(crpm_ctx *ctx, int global, void (*remove_prefixed)(const c
 
 /* ---- checkpoint -------------------------------------------------------------- */
 
+int crpm_coord_write_failed(int rc, int64_t id, int level)
+{
+    if (rc == 0)
+        return rc;
+    char msg[3 * 4096];
+    snprintf(msg, sizeof msg, "%s", crpm_last_error());
+    return crpm_error(rc, "checkpoint %lld (level %d): %s", (long long)id, level, msg);
+}
+
 int crpm_coord_ready(crpm_ctx *ctx, int id, int level)
 {
     if (level == CRPM_L1)
@@ -108,8 +117,8 @@ static int follow(crpm_ctx *ctx, crpm_follower *f, int id, crpm_stats_t *st)
     char what[64];
     int done = 0;
     snprintf(what, sizeof what, "crpm_checkpoint (level %d)", f->level);
-    int rc = crpm_agree(ctx->comm, ctx->rank, f->lv.ops->write(&f->lv, ctx->arrays, ctx->narrays, id, st, &done),
-                        what);
+    int wrc = f->lv.ops->write(&f->lv, ctx->arrays, ctx->narrays, id, st, &done);
+    int rc = crpm_agree(ctx->comm, ctx->rank, crpm_coord_write_failed(wrc, id, f->level), what);
     if (rc != 0 && f->row->stage == CRPM_STAGE_COMMIT && f->lv.ops->undo && f->lv.ops->undo(&f->lv) != 0)
         ctx->broken = 1;
     return rc;
@@ -122,6 +131,7 @@ int crpm_coord_checkpoint(crpm_ctx *ctx, int id, int level, int rc, crpm_stats_t
     if (rc == 0) {
         ctx->ckpt_count++;
         rc = ctx->primary.ops->write(&ctx->primary, ctx->arrays, ctx->narrays, id, st, &committed);
+        rc = crpm_coord_write_failed(rc, id, CRPM_L1);
     }
     /* Checks, with the commit agreement, that all ranks passed the same id
      * and level; the reduction is the barrier "every rank has committed". */
