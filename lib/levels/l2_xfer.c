@@ -190,8 +190,8 @@ static int recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t
     rc = crpm_recv_bytes(comm, peer, tag, v, n * sizeof *v, "level 2: receiving ranges");
     /* The data messages follow whatever happens: they are received (into
      * scratch when the ranges are bad) so the sender's requests complete. */
-    int bad = rc != 0;
-    for (uint64_t i = 0; rc == 0 && i < n; i++) {
+    int bad = rc != 0 || !m->base; /* no mapping: the caller failed, the data is only drained */
+    for (uint64_t i = 0; !bad && rc == 0 && i < n; i++) {
         if (v[i].off > m->size || v[i].len > m->size - v[i].off ||
             (v[i].off < CRPM_WORD_OFF + CRPM_WORD_LEN && v[i].off + v[i].len > CRPM_WORD_OFF))
             rc = crpm_error(CRPM_ERR_FORMAT, "level 2: range [%llu, +%llu) outside the copy or over its commit word",
@@ -202,10 +202,10 @@ static int recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t
     /* Map the pages before the data arrives: one call instead of a page
      * fault per 4 KiB inside MPI's copy (a fresh file faults on every page).
      * Only an optimisation: an old kernel or another mapping says no. */
-    for (uint64_t i = 0; rc == 0 && i < n; i++)
+    for (uint64_t i = 0; !bad && rc == 0 && i < n; i++)
         if (v[i].len >= DIRECT_MIN)
             populate(m->base + v[i].off, v[i].len);
-    if (rc == 0 && clear_word)
+    if (!bad && rc == 0 && clear_word)
         crpm_media_set_word(m, 0);
     bad |= rc != 0;
     /* packed runs and, after an error, everything land in scratch */
@@ -228,7 +228,7 @@ static int recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t
                 o += v[k].len;
             }
     }
-    for (uint64_t i = 0; rc == 0 && i < n; i++)
+    for (uint64_t i = 0; !bad && rc == 0 && i < n; i++)
         crpm_persist_flush(m, m->base + v[i].off, v[i].len);
     free(scratch);
     free(v);

@@ -76,6 +76,38 @@ int l4_h5_fail(const char *fmt, ...)
     return crpm_error(CRPM_ERR_HDF5, "%s (HDF5: %s)", what, c.found ? c.text : "no detail");
 }
 
+/* Metadata room per object (object header, its attributes, its group's
+ * B-tree and heap entries) and for the file (superblock, root group,
+ * attributes, free-space slack): generous, a shortfall would hang. */
+#define L4_META_PER_OBJECT 8192u
+#define L4_META_FILE (1u << 20)
+
+int l4_reserve(MPI_Comm comm, const char *path, uint64_t bytes, uint64_t nobjects)
+{
+    int rank = 0, rc = CRPM_SUCCESS;
+    MPI_Comm_rank(comm, &rank);
+    uint64_t mine[2] = {bytes, nobjects}, sum[2] = {0, 0};
+    int mrc = MPI_Allreduce(mine, sum, 2, MPI_UINT64_T, MPI_SUM, comm);
+    if (mrc != MPI_SUCCESS)
+        rc = crpm_error(CRPM_ERR_MPI, "level 4: MPI_Allreduce of the file's size failed");
+    if (rc == CRPM_SUCCESS && rank == 0) {
+        uint64_t len = sum[0] + sum[0] / 64 + sum[1] * L4_META_PER_OBJECT + L4_META_FILE;
+        int fd = open(path, O_RDWR | O_CLOEXEC), err = 0;
+        if (fd < 0) {
+            err = errno;
+        } else {
+            err = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)len) == 0 ? 0 : errno;
+            if (err == EOPNOTSUPP || err == ENOSYS)
+                err = posix_fallocate(fd, 0, (off_t)len);
+            close(fd);
+        }
+        if (err)
+            rc = crpm_error(CRPM_ERR_IO, "level 4: cannot allocate %llu bytes for %s: %s", (unsigned long long)len,
+                            path, strerror(err));
+    }
+    return crpm_agree(comm, rank, rc, "level 4: reserving the file's storage");
+}
+
 void l4_close_id(hid_t *id, herr_t (*fn)(hid_t))
 {
     if (*id >= 0)

@@ -81,6 +81,15 @@ void crpm_coord_purge(crpm_ctx *ctx, int global, void (*remove_prefixed)(const c
 
 /* ---- checkpoint -------------------------------------------------------------- */
 
+int crpm_coord_restart_failed(int rc, int64_t epoch, int level)
+{
+    if (rc == 0)
+        return rc;
+    char msg[3 * 4096];
+    snprintf(msg, sizeof msg, "%s", crpm_last_error());
+    return crpm_error(rc, "restart at the checkpoint of epoch %lld (level %d): %s", (long long)epoch, level, msg);
+}
+
 int crpm_coord_write_failed(int rc, int64_t id, int level)
 {
     if (rc == 0)
@@ -272,8 +281,8 @@ int crpm_coord_restore(crpm_ctx *ctx, crpm_restart_io *io)
         if (f->plan.nrepair && f->lv.ops->restore) {
             io->plan = &f->plan;
             int rc = f->lv.ops->restore(&f->lv, io);
-            if (rc != 0)
-                return rc;
+            if (rc != 0) /* a rebuild that ran out of space says of which checkpoint */
+                return crpm_coord_restart_failed(rc, io->epoch, f->level);
         }
     return CRPM_SUCCESS;
 }
@@ -296,7 +305,7 @@ int crpm_coord_resync(crpm_ctx *ctx, int resumed, int64_t epoch)
             f->lv.ops->attach(&f->lv, c);
         int rc = f->lv.ops->resync ? f->lv.ops->resync(&f->lv, &f->plan, resumed, epoch) : CRPM_SUCCESS;
         if (rc != 0)
-            return rc;
+            return crpm_coord_restart_failed(rc, epoch, f->level);
     }
     return CRPM_SUCCESS;
 }

@@ -23,6 +23,9 @@
  * them; a full file system must say which checkpoint it stopped).  Returns
  * rc; CRPM_SUCCESS unchanged. */
 int crpm_coord_write_failed(int rc, int64_t id, int level);
+/* The same for a level's restore or resync at a restart: the checkpoint is
+ * named by the job epoch every rank resumes (the ids are in the files). */
+int crpm_coord_restart_failed(int rc, int64_t epoch, int level);
 
 /* ---- the job's levels ---- */
 /* Collective, at init: the level table's rows become followers; whether
