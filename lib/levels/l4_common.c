@@ -63,6 +63,7 @@ static herr_t cause_cb(unsigned n, const H5E_error2_t *e, void *arg)
  * HDF5 found damaged data or metadata, CRPM_ERR_HDF5 otherwise. */
 int l4_h5_fail(const char *fmt, ...)
 {
+    int err = errno; /* the write under HDF5 (MPI-IO) that ran out of space leaves it */
     char what[640];
     va_list ap;
     va_start(ap, fmt);
@@ -73,6 +74,8 @@ int l4_h5_fail(const char *fmt, ...)
     H5Eclear2(H5E_DEFAULT);
     if (c.corrupt)
         return crpm_error(CRPM_ERR_CORRUPT, "%s: file damaged (HDF5: %s)", what, c.text);
+    if (err == ENOSPC || err == EDQUOT)
+        return crpm_error(CRPM_ERR_IO, "%s: %s (HDF5: %s)", what, strerror(err), c.found ? c.text : "no detail");
     return crpm_error(CRPM_ERR_HDF5, "%s (HDF5: %s)", what, c.found ? c.text : "no detail");
 }
 
