@@ -6,7 +6,7 @@
  *
  *   nospace_app --crpm cfg.ini --levels L1,L2,... [--fill DIR --fill-after K]
  *               [--grow-at K] [--heap] [--n N] [--recover --expect E]
- *               [--expect-init-fail]
+ *               [--expect-init-fail] [--then-free]
  *
  * Checkpoint k (1-based) is taken at the k-th level of --levels.  Before
  * checkpoint k every rank rewrites its data as a function of (k, rank): an
@@ -16,6 +16,8 @@
  * fills the file system of DIR (a file taking all its free space), so the
  * next checkpoint must fail; its error is checked on every rank and the run
  * stops there (crpm_finalize keeps the checkpoints; keep_last_ckpt = 1).
+ * --then-free: rank 0 removes that file first and the failed checkpoint is
+ * taken again, which must succeed in the same run.
  * Prints "committed E": the checkpoint a restart must return.
  *
  * --recover: crpm_init must find a checkpoint; it is recovered and compared
@@ -196,7 +198,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     const char *cfg = NULL, *fill = NULL, *where = NULL;
-    int levels[64], nlev = 0, fill_after = 0, recover = 0, expect = -1, init_fail = 0;
+    int levels[64], nlev = 0, fill_after = 0, recover = 0, expect = -1, init_fail = 0, then_free = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--crpm") && v)
@@ -222,6 +224,8 @@ int main(int argc, char **argv)
             recover = 1;
         else if (!strcmp(a, "--expect-init-fail"))
             init_fail = 1;
+        else if (!strcmp(a, "--then-free"))
+            then_free = 1;
         else
             DIE("unknown argument %s", a);
     }
@@ -304,6 +308,26 @@ int main(int argc, char **argv)
     }
     if (fill && !failed)
         DIE("no checkpoint failed on the full file system");
+    if (failed && then_free) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/filler", fill);
+            if (unlink(path) != 0)
+                DIE("cannot remove %s: %s", path, strerror(errno));
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        /* the same data again under the next id: the run goes on */
+        int k = failed + 1;
+        make_data(k);
+        if ((rc = crpm_checkpoint(k, levels[failed - 1])) != 0 || (rc = crpm_wait()) != 0)
+            DIE("checkpoint %d (L%d) after space was freed: %s: %s", k, levels[failed - 1], crpm_strerror(rc),
+                crpm_last_error());
+        committed = k;
+        if (rank == 0)
+            printf("nospace_app: checkpoint %d (L%d) after space was freed in the same run: ok\n", k,
+                   levels[failed - 1]);
+    }
     if (rank == 0) {
         if (failed)
             printf("nospace_app: checkpoint %d failed for want of space on every rank\n", failed);

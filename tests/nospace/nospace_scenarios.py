@@ -90,13 +90,14 @@ def fill(mnt, leave=0):
 
 
 def scenario(name, levels, fill_after, extra="", args=(), then_lose=None, expect_status=None, lose_after=None,
-             expect=None):
+             expect=None, then_free=False):
     """The common shape: run until the full file system stops a checkpoint,
     free the space, optionally lose nodes (then_lose: a level's redundancy
     must rebuild them), relaunch: recover bit for bit and checkpoint again;
     lose_after: lose a node once more and recover that new checkpoint;
     expect: the checkpoint the relaunch returns when not the run's last
-    committed one (level 4 after every node was lost)."""
+    committed one (level 4 after every node was lost); then_free: the run
+    frees the space itself and takes the failed checkpoint again."""
     def run(ctx):
         mnt = os.path.join(ctx.workdir, name)
         ok, why = mount(mnt)
@@ -106,7 +107,11 @@ def scenario(name, levels, fill_after, extra="", args=(), then_lose=None, expect
         try:
             cfg = write_cfg(mnt, extra.replace("@MNT@", mnt))
             base = ["--crpm", cfg, "--levels", levels] + list(args)
-            out = launch(ctx, base + ["--fill", mnt, "--fill-after", str(fill_after)], "the run")
+            out = launch(ctx, base + ["--fill", mnt, "--fill-after", str(fill_after)] +
+                         (["--then-free"] if then_free else []), "the run")
+            if then_free:
+                ct.check("after space was freed in the same run: ok" in out, "no checkpoint after freeing:\n%s"
+                         % ct.tail(out))
             ct.check("failed for want of space on every rank" in out, "no checkpoint failed:\n%s" % ct.tail(out))
             committed = ct.number_after(out, r"^committed (\d+)")
             if expect is not None:
@@ -183,11 +188,16 @@ def main():
         scenario("l2_async", "1,1,2", 2, extra="async = 1", lose_after=1),
         # level 2: a copy one epoch behind replays the owner's ranges (stages)
         scenario("l2_stages", "2,1,2", 2),
+        # the run goes on once space is freed: the failed checkpoint taken again, then a node lost
+        scenario("l2_resume", "1,1,2", 2, then_free=True, lose_after=0),
+        scenario("l2_resume_async", "1,1,2", 2, extra="async = 1", then_free=True),
+        scenario("l1_resume", "1,1,1", 2, args=["--grow-at", "3"], then_free=True),
         # the partner copies of checkpoint 2 survive a failed checkpoint 3: node 0 rebuilt from them
         scenario("l2_intact", "2,2,2", 2, args=["--grow-at", "3"], then_lose=[0], expect_status=2),
         # level 3: new parity containers, and parity updated in place
         scenario("l3_new", "1,1,3", 2, lose_after=0),
         scenario("l3_update", "3,1,3", 2),
+        scenario("l3_resume", "3,1,3", 2, then_free=True, lose_after=1),
         scenario("l3_intact", "3,3,3", 2, args=["--grow-at", "3"], then_lose=[1], expect_status=3),
     ]
     if a.l4:
