@@ -6,7 +6,7 @@
  *
  *   nospace_app --crpm cfg.ini --levels L1,L2,... [--fill DIR --fill-after K]
  *               [--grow-at K] [--heap] [--n N] [--recover --expect E]
- *               [--expect-init-fail] [--then-free]
+ *               [--expect-init-fail] [--then-free] [--leave BYTES]
  *
  * Checkpoint k (1-based) is taken at the k-th level of --levels.  Before
  * checkpoint k every rank rewrites its data as a function of (k, rank): an
@@ -16,7 +16,8 @@
  * fills the file system of DIR (a file taking all its free space), so the
  * next checkpoint must fail; its error is checked on every rank and the run
  * stops there (crpm_finalize keeps the checkpoints; keep_last_ckpt = 1).
- * --then-free: rank 0 removes that file first and the failed checkpoint is
+ * --leave: about that much space is left free (part of what the next
+ * checkpoint needs).  --then-free: rank 0 removes that file first and the failed checkpoint is
  * taken again, which must succeed in the same run.
  * Prints "committed E": the checkpoint a restart must return.
  *
@@ -79,8 +80,9 @@ static int check_gen(const double *p, size_t n, int k, int salt)
     return 1;
 }
 
-/* Takes all free space of the file system holding dir. */
-static void fill_fs(const char *dir)
+/* Takes all free space of the file system holding dir but about `leave`
+ * bytes (a checkpoint may then get part of what it needs). */
+static void fill_fs(const char *dir, long leave)
 {
     char path[4096];
     struct statvfs sv;
@@ -91,13 +93,15 @@ static void fill_fs(const char *dir)
     if (fd < 0)
         DIE("cannot create %s: %s", path, strerror(errno));
     off_t have = lseek(fd, 0, SEEK_END);
-    off_t len = (off_t)((uint64_t)sv.f_bavail * sv.f_frsize);
+    off_t len = (off_t)((uint64_t)sv.f_bavail * sv.f_frsize) - (off_t)leave;
     /* page by page from the end: what one call cannot get, a smaller one may */
-    for (off_t step = len; step >= 4096; step /= 2)
+    if (leave && len > 0 && posix_fallocate(fd, have, len) == 0)
+        have += len;
+    for (off_t step = len; !leave && step >= 4096; step /= 2)
         while (posix_fallocate(fd, have, step) == 0)
             have += step;
     close(fd);
-    if (statvfs(dir, &sv) != 0 || sv.f_bavail != 0)
+    if (statvfs(dir, &sv) != 0 || (!leave && sv.f_bavail != 0))
         DIE("%s still has %llu free blocks", dir, (unsigned long long)sv.f_bavail);
     printf("nospace_app: filled %s (%lld bytes)\n", dir, (long long)have);
     fflush(stdout);
@@ -198,6 +202,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     const char *cfg = NULL, *fill = NULL, *where = NULL;
+    long leave = 0;
     int levels[64], nlev = 0, fill_after = 0, recover = 0, expect = -1, init_fail = 0, then_free = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -224,6 +229,8 @@ int main(int argc, char **argv)
             recover = 1;
         else if (!strcmp(a, "--expect-init-fail"))
             init_fail = 1;
+        else if (!strcmp(a, "--leave") && v)
+            leave = atol(argv[++i]);
         else if (!strcmp(a, "--then-free"))
             then_free = 1;
         else
@@ -302,7 +309,7 @@ int main(int argc, char **argv)
         if (fill && k == fill_after) {
             MPI_Barrier(MPI_COMM_WORLD);
             if (rank == 0)
-                fill_fs(fill);
+                fill_fs(fill, leave);
             MPI_Barrier(MPI_COMM_WORLD);
         }
     }

@@ -134,32 +134,36 @@ def scenario(name, levels, fill_after, extra="", args=(), then_lose=None, expect
     return run
 
 
-def scenario_restart(ctx):
+def restart_scenario(level):
     """A restart whose rebuild (node 0's containers from their partner
-    copies) needs space the file system does not have: crpm_init fails on
-    every rank naming the cause; once freed, the relaunch rebuilds."""
-    mnt = os.path.join(ctx.workdir, "restart")
-    ok, why = mount(mnt)
-    if not ok:
-        umount(mnt)
-        ct.skip("cannot mount a tmpfs at %s (needs root or CAP_SYS_ADMIN): %s" % (mnt, why))
-    try:
-        cfg = write_cfg(mnt, "")
-        base = ["--crpm", cfg, "--levels", "2,2"]
-        out = launch(ctx, base, "the first run")
-        committed = ct.number_after(out, r"^committed (\d+)")
-        lose(mnt, 0)
-        fill(mnt, leave=64 << 10)  # room for the directories and locks, not for the containers
-        out = launch(ctx, base + ["--recover", "--expect-init-fail", "--where", mnt, "--expect", "0"],
-                     "the relaunch on a full file system")
-        ct.check("init failed as expected" in out, "crpm_init did not fail:\n%s" % ct.tail(out))
-        ct.check(re.search(r"restart at the checkpoint of epoch %d\b" % committed, out),
-                 "the error does not name the checkpoint (epoch %d):\n%s" % (committed, ct.tail(out)))
-        free(mnt)
-        out = launch(ctx, base + ["--recover", "--expect", str(committed)], "the relaunch after freeing space")
-        ct.check("(status 2)" in out, "not rebuilt from level 2:\n%s" % ct.tail(out))
-    finally:
-        umount(mnt)
+    copies, or from the parity) needs space the file system does not have:
+    crpm_init fails on every rank naming the cause and the checkpoint; once
+    freed, the relaunch rebuilds."""
+    def run(ctx):
+        mnt = os.path.join(ctx.workdir, "restart_l%d" % level)
+        ok, why = mount(mnt)
+        if not ok:
+            umount(mnt)
+            ct.skip("cannot mount a tmpfs at %s (needs root or CAP_SYS_ADMIN): %s" % (mnt, why))
+        try:
+            cfg = write_cfg(mnt, "")
+            base = ["--crpm", cfg, "--levels", "%d,%d" % (level, level)]
+            out = launch(ctx, base, "the first run")
+            committed = ct.number_after(out, r"^committed (\d+)")
+            lose(mnt, 0)
+            fill(mnt, leave=64 << 10)  # room for the directories and locks, not for the containers
+            out = launch(ctx, base + ["--recover", "--expect-init-fail", "--where", mnt, "--expect", "0"],
+                         "the relaunch on a full file system")
+            ct.check("init failed as expected" in out, "crpm_init did not fail:\n%s" % ct.tail(out))
+            ct.check(re.search(r"restart at the checkpoint of epoch %d\b" % committed, out),
+                     "the error does not name the checkpoint (epoch %d):\n%s" % (committed, ct.tail(out)))
+            free(mnt)
+            out = launch(ctx, base + ["--recover", "--expect", str(committed)], "the relaunch after freeing space")
+            ct.check("(status %d)" % level in out, "not rebuilt from level %d:\n%s" % (level, ct.tail(out)))
+        finally:
+            umount(mnt)
+    run.__name__ = "scenario_restart_l%d" % level
+    return run
 
 
 class Ctx:
@@ -181,6 +185,10 @@ def main():
     scenarios = [
         # level 1: the container grows (an array 4 times larger)
         scenario("l1_grow", "1,1,1", 2, args=["--grow-at", "3"]),
+        # an array ending inside a segment grows: that segment's copies get longer
+        scenario("l1_grow_partial", "1,1,1", 2, args=["--n", "33001", "--grow-at", "3"]),
+        scenario("l2_grow_partial", "2,2,2", 2, args=["--n", "33001", "--grow-at", "3"], then_lose=[1],
+                 expect_status=2),
         # the heap's extent grows (a large crpm_malloc block)
         scenario("heap_grow", "1,1,1", 2, extra="heap_size = 64M", args=["--heap", "--grow-at", "3"]),
         # level 2: the first copies (whole-file syncs), synchronously and in the background
@@ -200,12 +208,22 @@ def main():
         scenario("l3_resume", "3,1,3", 2, then_free=True, lose_after=1),
         scenario("l3_intact", "3,3,3", 2, args=["--grow-at", "3"], then_lose=[1], expect_status=3),
     ]
+    # part of what the next checkpoint needs is there: it fails in the middle
+    for leave in (12288, 200000):
+        scenarios += [
+            scenario("l1_grow_leave%d" % leave, "1,1,1", 2, args=["--grow-at", "3", "--leave", str(leave)]),
+            scenario("heap_grow_leave%d" % leave, "1,1,1", 2, extra="heap_size = 64M",
+                     args=["--heap", "--grow-at", "3", "--leave", str(leave)]),
+            scenario("l2_sync_leave%d" % leave, "1,1,2", 2, args=["--leave", str(leave)], then_free=True),
+            scenario("l2_async_leave%d" % leave, "1,1,2", 2, extra="async = 1", args=["--leave", str(leave)]),
+            scenario("l3_new_leave%d" % leave, "1,1,3", 2, args=["--leave", str(leave)], then_free=True),
+        ]
     if a.l4:
         # level 4 with glbl_dir on the full file system: the file of checkpoint 2 stays the job's
         # level-4 checkpoint (every node lost: the relaunch reads it)
         scenarios.append(scenario("l4", "1,4,1,4", 3, extra="glbl_dir = @MNT@/glbl", then_lose=[0, 1],
                                   expect_status=4, expect=2))
-    scenarios.append(scenario_restart)
+    scenarios += [restart_scenario(2), restart_scenario(3)]
     return ct.run_scenarios(scenarios, ctx, ctx.workdir, only=a.only)
 
 
