@@ -223,6 +223,8 @@ def main():
         # level-4 checkpoint (every node lost: the relaunch reads it)
         scenarios.append(scenario("l4", "1,4,1,4", 3, extra="glbl_dir = @MNT@/glbl", then_lose=[0, 1],
                                   expect_status=4, expect=2))
+        scenarios.append(scenario("l4_async", "1,4,1,4", 3, extra="glbl_dir = @MNT@/glbl\nasync = 1",
+                                  then_lose=[0, 1], expect_status=4, expect=2))
     scenarios += [restart_scenario(2), restart_scenario(3)]
     return ct.run_scenarios(scenarios, ctx, ctx.workdir, only=a.only)
 
