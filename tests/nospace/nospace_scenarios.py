@@ -40,11 +40,11 @@ def umount(mnt):
     shutil.rmtree(mnt, ignore_errors=True)
 
 
-def write_cfg(mnt, extra):
+def write_cfg(mnt, extra, advanced=""):
     path = os.path.join(mnt + ".ini")
     with open(path, "w") as f:
         f.write("[basic]\nckpt_dir = %s/node%%n\njob_name = ns\nkeep_last_ckpt = 1\nnode_size = 2\n"
-                "group_size = 2\nverbosity = 1\n%s\n[advanced]\nsegment_size = 64K\n" % (mnt, extra))
+                "group_size = 2\nverbosity = 1\n%s\n[advanced]\nsegment_size = 64K\n%s\n" % (mnt, extra, advanced))
     return path
 
 
@@ -90,7 +90,7 @@ def fill(mnt, leave=0):
 
 
 def scenario(name, levels, fill_after, extra="", args=(), then_lose=None, expect_status=None, lose_after=None,
-             expect=None, then_free=False):
+             expect=None, then_free=False, advanced=""):
     """The common shape: run until the full file system stops a checkpoint,
     free the space, optionally lose nodes (then_lose: a level's redundancy
     must rebuild them), relaunch: recover bit for bit and checkpoint again;
@@ -105,7 +105,7 @@ def scenario(name, levels, fill_after, extra="", args=(), then_lose=None, expect
             umount(mnt)
             ct.skip("cannot mount a tmpfs at %s (needs root or CAP_SYS_ADMIN): %s" % (mnt, why))
         try:
-            cfg = write_cfg(mnt, extra.replace("@MNT@", mnt))
+            cfg = write_cfg(mnt, extra.replace("@MNT@", mnt), advanced)
             base = ["--crpm", cfg, "--levels", levels] + list(args)
             out = launch(ctx, base + ["--fill", mnt, "--fill-after", str(fill_after)] +
                          (["--then-free"] if then_free else []), "the run")
@@ -200,6 +200,8 @@ def main():
         scenario("l2_resume", "1,1,2", 2, then_free=True, lose_after=0),
         scenario("l2_resume_async", "1,1,2", 2, extra="async = 1", then_free=True),
         scenario("l1_resume", "1,1,1", 2, args=["--grow-at", "3"], then_free=True),
+        # method = full: a new file per checkpoint, written with write(2)
+        scenario("full", "1,1,1", 2, advanced="method = full", then_free=True),
         # the partner copies of checkpoint 2 survive a failed checkpoint 3: node 0 rebuilt from them
         scenario("l2_intact", "2,2,2", 2, args=["--grow-at", "3"], then_lose=[0], expect_status=2),
         # level 3: new parity containers, and parity updated in place
