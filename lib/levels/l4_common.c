@@ -14,6 +14,7 @@
 #include "fsutil.h"
 #include "grow.h"
 #include "l4_common.h"
+#include "mpi_error.h"
 
 #define L4_PATH_MAX CRPM_PATH_MAX
 
@@ -92,7 +93,7 @@ int l4_reserve(MPI_Comm comm, const char *path, uint64_t bytes, uint64_t nobject
     uint64_t mine[2] = {bytes, nobjects}, sum[2] = {0, 0};
     int mrc = MPI_Allreduce(mine, sum, 2, MPI_UINT64_T, MPI_SUM, comm);
     if (mrc != MPI_SUCCESS)
-        rc = crpm_error(CRPM_ERR_MPI, "level 4: MPI_Allreduce of the file's size failed");
+        rc = crpm_mpi_fail(mrc, "level 4: MPI_Allreduce of the file's size");
     if (rc == CRPM_SUCCESS && rank == 0) {
         uint64_t len = sum[0] + sum[0] / 64 + sum[1] * L4_META_PER_OBJECT + L4_META_FILE;
         int fd = open(path, O_RDWR | O_CLOEXEC), err = 0;
@@ -109,6 +110,17 @@ int l4_reserve(MPI_Comm comm, const char *path, uint64_t bytes, uint64_t nobject
                             path, strerror(err));
     }
     return crpm_agree(comm, rank, rc, "level 4: reserving the file's storage");
+}
+
+void l4_unreserve(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return;
+    if (fstat(fd, &st) == 0)
+        (void)!ftruncate(fd, st.st_size); /* drops blocks reserved past the end; nothing else changes */
+    close(fd);
 }
 
 void l4_close_id(hid_t *id, herr_t (*fn)(hid_t))

@@ -96,6 +96,9 @@ void l4_prune(const char *dir, const l4_file *v, int n, const char *keep_name, u
  * reserves (fallocate with FALLOC_FL_KEEP_SIZE: HDF5 sees the file's size
  * unchanged; posix_fallocate where the file system lacks it). */
 int l4_reserve(MPI_Comm comm, const char *path, uint64_t bytes, uint64_t nobjects);
+/* Local, once HDF5 closed the file: what the reservation holds past its
+ * end is given back (a truncation to its own size). */
+void l4_unreserve(const char *path);
 
 /* Level 4's collectives agree through the comm layer: one rank's failure is
  * an error on every rank (the message names the failing rank). */

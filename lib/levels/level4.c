@@ -345,6 +345,8 @@ static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ck
     if (rank == 0) {
         int rrc = CRPM_SUCCESS;
         if (rc == CRPM_SUCCESS)
+            l4_unreserve(tmp);
+        if (rc == CRPM_SUCCESS)
             rrc = crpm_durable_rename(tmp, final_path);
         if (rc != CRPM_SUCCESS || rrc != CRPM_SUCCESS)
             unlink(tmp);
