@@ -219,6 +219,8 @@ def main():
             scenario("l2_sync_leave%d" % leave, "1,1,2", 2, args=["--leave", str(leave)], then_free=True),
             scenario("l2_async_leave%d" % leave, "1,1,2", 2, extra="async = 1", args=["--leave", str(leave)]),
             scenario("l3_new_leave%d" % leave, "1,1,3", 2, args=["--leave", str(leave)], then_free=True),
+            scenario("l3_update_leave%d" % leave, "3,1,3", 2, args=["--n", "98304", "--leave", str(leave)]),
+            scenario("l2_stages_leave%d" % leave, "2,1,2", 2, args=["--n", "98304", "--leave", str(leave)]),
         ]
     if a.l4:
         # level 4 with glbl_dir on the full file system: the file of checkpoint 2 stays the job's
