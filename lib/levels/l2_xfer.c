@@ -173,7 +173,10 @@ static void populate(char *p, uint64_t len)
     (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
 }
 
-int crpm_recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t *bytes)
+/* clear_word: the commit word is zeroed once every range has its storage,
+ * before the first byte lands (a sync in place: a copy that cannot get the
+ * space it needs stays as it was). */
+static int recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t *bytes, int clear_word)
 {
     uint64_t n = 0;
     int rc = crpm_recv_bytes(comm, peer, tag, &n, sizeof n, "level 2: receiving a range count");
@@ -187,8 +190,8 @@ int crpm_recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t *
     rc = crpm_recv_bytes(comm, peer, tag, v, n * sizeof *v, "level 2: receiving ranges");
     /* The data messages follow whatever happens: they are received (into
      * scratch when the ranges are bad) so the sender's requests complete. */
-    int bad = rc != 0;
-    for (uint64_t i = 0; rc == 0 && i < n; i++) {
+    int bad = rc != 0 || !m->base; /* no mapping: the caller failed, the data is only drained */
+    for (uint64_t i = 0; !bad && rc == 0 && i < n; i++) {
         if (v[i].off > m->size || v[i].len > m->size - v[i].off ||
             (v[i].off < CRPM_WORD_OFF + CRPM_WORD_LEN && v[i].off + v[i].len > CRPM_WORD_OFF))
             rc = crpm_error(CRPM_ERR_FORMAT, "level 2: range [%llu, +%llu) outside the copy or over its commit word",
@@ -199,9 +202,11 @@ int crpm_recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t *
     /* Map the pages before the data arrives: one call instead of a page
      * fault per 4 KiB inside MPI's copy (a fresh file faults on every page).
      * Only an optimisation: an old kernel or another mapping says no. */
-    for (uint64_t i = 0; rc == 0 && i < n; i++)
+    for (uint64_t i = 0; !bad && rc == 0 && i < n; i++)
         if (v[i].len >= DIRECT_MIN)
             populate(m->base + v[i].off, v[i].len);
+    if (!bad && rc == 0 && clear_word)
+        crpm_media_set_word(m, 0);
     bad |= rc != 0;
     /* packed runs and, after an error, everything land in scratch */
     char *scratch = malloc(BATCH);
@@ -223,11 +228,16 @@ int crpm_recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t *
                 o += v[k].len;
             }
     }
-    for (uint64_t i = 0; rc == 0 && i < n; i++)
+    for (uint64_t i = 0; !bad && rc == 0 && i < n; i++)
         crpm_persist_flush(m, m->base + v[i].off, v[i].len);
     free(scratch);
     free(v);
     return rc;
+}
+
+int crpm_recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t *bytes)
+{
+    return recv_ranges(comm, peer, tag, m, bytes, 0);
 }
 
 /* ---- whole-file sync ----------------------------------------------------- */
@@ -239,6 +249,7 @@ typedef struct fp_hdr {
 typedef struct sync_hdr {
     int64_t rc;                 /* the source's error: nothing follows */
     uint64_t size, word;
+    char why[512];              /* the source's message with rc */
 } sync_hdr;
 
 static uint64_t piece_len(uint64_t size, uint64_t i)
@@ -247,51 +258,77 @@ static uint64_t piece_len(uint64_t size, uint64_t i)
     return size - off < PIECE ? size - off : PIECE;
 }
 
-/* Which pieces of the file at path may hold data (1) and which lie wholly
- * in a hole (0), from SEEK_DATA / SEEK_HOLE.  A container is sparse: most of
- * its segments' second copies are holes, and reading a hole of a shared
- * tmpfs mapping allocates a page for it, so neither fingerprints nor the
- * zero check may touch them.  NULL (every piece counts as data) when the
- * file system cannot tell or out of memory. */
-static uint8_t *data_pieces(const char *path, uint64_t size)
+/* Which pieces of m (the file at path) may hold data (1) and which lie
+ * wholly in a hole (0), from SEEK_DATA / SEEK_HOLE.  A container is sparse:
+ * most of its segments' second copies are holes, and reading a hole of a
+ * shared tmpfs mapping allocates a page for it (SIGBUS when the file system
+ * is full), so neither fingerprints, the zero check nor the sends may touch
+ * them.  The pieces that count as data are reserved first (their holes get
+ * storage, CRPM_ERR_IO when there is none), since a piece is read whole.
+ * Where the file system cannot tell, every piece counts as data and the
+ * whole file is reserved.  The commit word's piece always counts. */
+static int data_pieces(crpm_media *m, const char *path, uint8_t **out)
 {
-    uint64_t n = (size + PIECE - 1) / PIECE;
+    uint64_t size = m->size, n = (size + PIECE - 1) / PIECE;
     int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-    uint8_t *map = fd >= 0 ? calloc(n ? n : 1, 1) : NULL;
+    uint8_t *map = calloc(n ? n : 1, 1);
+    int rc = map ? CRPM_SUCCESS : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
     off_t off = 0;
-    while (map && (uint64_t)off < size) {
+    while (rc == 0 && fd >= 0 && (uint64_t)off < size) {
         off_t d = lseek(fd, off, SEEK_DATA);
         if (d < 0 && errno == ENXIO)
             break; /* a hole to the end */
         off_t h = d < 0 ? -1 : lseek(fd, d, SEEK_HOLE);
         if (h < 0) {
-            free(map);
-            map = NULL;
+            close(fd);
+            fd = -1; /* cannot tell: all of it */
             break;
         }
         uint64_t end = (uint64_t)h < size ? (uint64_t)h : size;
-        for (uint64_t i = (uint64_t)d / PIECE; i < n && i * PIECE < end; i++)
+        uint64_t i0 = (uint64_t)d / PIECE, i1 = (end + PIECE - 1) / PIECE;
+        for (uint64_t i = i0; i < i1 && i < n; i++)
             map[i] = 1;
         off = h;
     }
-    if (map)
-        map[0] = 1; /* the commit word's piece is always fingerprinted */
+    if (rc == 0 && fd < 0) {
+        memset(map, 1, n ? n : 1);
+        rc = size ? m->ops->reserve(m, 0, size) : CRPM_SUCCESS;
+    } else if (rc == 0) {
+        map[0] = 1;
+        for (uint64_t i = 0; rc == 0 && i < n;) { /* one call per run of pieces */
+            uint64_t j = i;
+            while (j < n && map[j])
+                j++;
+            if (j > i)
+                rc = m->ops->reserve(m, i * PIECE, (j < n ? j * PIECE : size) - i * PIECE);
+            i = j + 1;
+        }
+    }
     if (fd >= 0)
         close(fd);
-    return map;
+    if (rc) {
+        free(map);
+        map = NULL;
+    }
+    *out = map;
+    return rc;
 }
 
-static uint64_t *fingerprints(const crpm_media *m, const char *path, uint64_t *n)
+static int fingerprints(crpm_media *m, const char *path, uint64_t *n, uint64_t **out)
 {
     static const char zero[PIECE];
     *n = (m->size + PIECE - 1) / PIECE;
-    uint64_t *fp = malloc((*n ? *n : 1) * sizeof *fp);
-    uint8_t *data = fp ? data_pieces(path, m->size) : NULL;
+    *out = NULL;
+    uint8_t *data = NULL;
+    int rc = data_pieces(m, path, &data);
+    uint64_t *fp = rc ? NULL : malloc((*n ? *n : 1) * sizeof *fp);
+    if (rc == 0 && !fp)
+        rc = crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
     uint64_t zfp = crpm_crc64(zero, PIECE, 0);
     for (uint64_t i = 0; fp && i < *n; i++) {
         uint64_t off = i * PIECE, len = piece_len(m->size, i);
         uint64_t h;
-        if (data && !data[i]) { /* a hole reads as zeros */
+        if (!data[i]) { /* a hole reads as zeros */
             h = len == PIECE ? zfp : crpm_crc64(zero, len, 0);
         } else if (off == 0) { /* the commit word is written apart: it counts as zero */
             char w[CRPM_WORD_LEN] = {0};
@@ -304,7 +341,8 @@ static uint64_t *fingerprints(const crpm_media *m, const char *path, uint64_t *n
         fp[i] = h;
     }
     free(data);
-    return fp;
+    *out = fp;
+    return rc;
 }
 
 static int all_zero(const char *p, uint64_t n)
@@ -321,17 +359,19 @@ static int all_zero(const char *p, uint64_t n)
 /* Source side: the ranges to send given the destination's fingerprints. */
 static int diff_ranges(const crpm_sync_src *src, const fp_hdr *h, const uint64_t *theirs, crpm_wlog *out)
 {
-    const crpm_media *m = src->m;
-    /* fingerprints only when there is something to compare with */
-    uint64_t n = (m->size + PIECE - 1) / PIECE, *mine = h->have ? fingerprints(m, src->path, &n) : NULL;
-    if (h->have && !mine)
-        return crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
-    uint8_t *data = h->have ? NULL : data_pieces(src->path, m->size);
+    crpm_media *m = src->m;
+    /* fingerprints only when there is something to compare with; either
+     * way the pieces read (and sent from the mapping) are reserved */
+    uint64_t n = (m->size + PIECE - 1) / PIECE, *mine = NULL;
+    uint8_t *data = NULL;
+    int rc = h->have ? fingerprints(m, src->path, &n, &mine) : data_pieces(m, src->path, &data);
+    if (rc != 0)
+        return rc;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t off = i * PIECE, len = piece_len(m->size, i);
         int same = h->have && i < h->npieces && piece_len(h->size, i) == len && theirs[i] == mine[i];
         /* a new destination is zero-filled: zero pieces (holes among them) need not travel */
-        if (!same && (h->have || ((!data || data[i]) && !all_zero(m->base + off, len)))) {
+        if (!same && (h->have || (data[i] && !all_zero(m->base + off, len)))) {
             if (off == 0) {
                 crpm_wlog_note(out, 0, CRPM_WORD_OFF);
                 crpm_wlog_note(out, CRPM_WORD_OFF + CRPM_WORD_LEN, len - CRPM_WORD_OFF - CRPM_WORD_LEN);
@@ -347,20 +387,28 @@ static int diff_ranges(const crpm_sync_src *src, const fp_hdr *h, const uint64_t
 
 /* Destination side: where the file is written (in place, or a new file at
  * a temporary name), then the data and the commit word. */
-static int sync_receive(MPI_Comm comm, const crpm_sync_dst *d, int in_place, uint64_t *got, int *rewritten)
+static int sync_receive(MPI_Comm comm, const crpm_sync_dst *d, int in_place, int failed, uint64_t *got,
+                        int *rewritten)
 {
     sync_hdr sh;
     int rc = crpm_recv_bytes(comm, d->peer, TAG_SYNC, &sh, sizeof sh, "level 2: receiving a sync header");
     if (rc != 0)
         return rc;
     if (sh.rc != 0)
-        return crpm_error((int)sh.rc, "level 2: the source of %s failed (rank %d)", d->path, d->peer);
+        return crpm_error((int)sh.rc, "level 2: the source of %s (rank %d) failed: %.*s", d->path, d->peer,
+                          (int)sizeof sh.why, sh.why);
     char tmp[CRPM_PATH_MAX + 16];
     crpm_media nm = {0}, *m = d->have;
     if (in_place && sh.size < m->size)
         in_place = 0;
-    if (in_place) {
-        crpm_media_set_word(m, 0); /* unusable until the sync is complete */
+    if (failed) {
+        /* no fingerprints went out, so the data assumes an empty file:
+         * received and dropped, the copy left as it is */
+        rc = failed;
+        in_place = 1;
+    } else if (in_place) {
+        /* the commit word is cleared (unusable until the sync is complete)
+         * once the ranges have their storage: recv_ranges */
         if (sh.size > m->size)
             rc = m->ops->resize(m, sh.size);
     } else {
@@ -378,7 +426,7 @@ static int sync_receive(MPI_Comm comm, const crpm_sync_dst *d, int in_place, uin
     }
     /* the data follows even when we failed: receive it into scratch */
     crpm_media scratch = {0};
-    int rrc = crpm_recv_ranges(comm, d->peer, TAG_SYNC, rc == 0 ? m : &scratch, got);
+    int rrc = recv_ranges(comm, d->peer, TAG_SYNC, rc == 0 ? m : &scratch, got, in_place && rc == 0);
     if (rc == 0)
         rc = rrc;
     if (rc == 0)
@@ -399,14 +447,23 @@ int crpm_sync_files(MPI_Comm comm, const crpm_sync_src *src, int nsrc, const crp
 {
     crpm_sendq q = {0};
     int rc = CRPM_SUCCESS;
+    char first[2048] = ""; /* the first error's message: later ones (a source's, received) would replace it */
+#define KEEP(e) do { int e_ = (e); if (e_ != 0 && rc == 0) { rc = e_; snprintf(first, sizeof first, "%s", \
+                     crpm_last_error()); } } while (0)
     /* 1. destinations send their fingerprints */
+    int *failed = calloc((size_t)ndst + 1, sizeof *failed);
+    if (!failed)
+        KEEP(crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory"));
     for (int i = 0; i < ndst; i++) {
         rewritten[i] = 0;
         uint64_t n = 0, *fp = NULL;
         int have = dst[i].have && !dst[i].full;
-        if (have && !(fp = fingerprints(dst[i].have, dst[i].path, &n))) {
-            rc = rc ? rc : crpm_error(CRPM_ERR_NOMEM, "level 2: out of memory");
+        int frc = !failed ? rc : have ? fingerprints(dst[i].have, dst[i].path, &n, &fp) : CRPM_SUCCESS;
+        if (frc != 0) {
+            KEEP(frc);
             have = 0;
+            if (failed)
+                failed[i] = frc;
         }
         fp_hdr h = {(uint64_t)have, have ? dst[i].have->size : 0, n};
         crpm_sendq_post(&q, comm, dst[i].peer, TAG_FP, &h, sizeof h);
@@ -433,23 +490,28 @@ int crpm_sync_files(MPI_Comm comm, const crpm_sync_src *src, int nsrc, const crp
         if (lrc == 0)
             lrc = diff_ranges(&src[i], &h, theirs, &w);
         crpm_wlog_normalize(&w);
-        sync_hdr sh = {lrc, src[i].m->size, crpm_media_word(src[i].m)};
+        sync_hdr sh = {lrc, src[i].m->size, crpm_media_word(src[i].m), {0}};
+        if (lrc != 0)
+            snprintf(sh.why, sizeof sh.why, "%s", crpm_last_error());
         crpm_sendq_post(&q, comm, src[i].peer, TAG_SYNC, &sh, sizeof sh);
         if (lrc == 0)
             crpm_sendq_ranges(&q, comm, src[i].peer, TAG_SYNC, src[i].m->base, w.v, w.n);
         /* the range list was copied, the bytes are sent from the mapping */
         crpm_wlog_free(&w);
         free(theirs);
-        rc = rc ? rc : lrc;
+        KEEP(lrc);
     }
     /* 3. destinations receive */
     uint64_t got = 0;
     for (int i = 0; i < ndst; i++) {
-        int lrc = sync_receive(comm, &dst[i], dst[i].have != NULL && !dst[i].full, &got, &rewritten[i]);
-        rc = rc ? rc : lrc;
+        int lrc = sync_receive(comm, &dst[i], dst[i].have != NULL && !dst[i].full, failed ? failed[i] : rc, &got,
+                               &rewritten[i]);
+        KEEP(lrc);
     }
+#undef KEEP
+    free(failed);
     int wrc = crpm_sendq_wait(&q, "level 2: sync");
     if (sent)
         *sent += q.bytes;
-    return rc ? rc : wrc;
+    return rc ? crpm_error(rc, "%s", first) : wrc;
 }

@@ -35,7 +35,9 @@ int crpm_sendq_wait(crpm_sendq *q, const char *what);
 
 /* Receives what crpm_sendq_ranges sent, into m's mapping: the ranges are
  * reserved (no SIGBUS on a full file system), received in place and flushed
- * (durable at the next drain).  *bytes adds the payload. */
+ * (durable at the next drain).  *bytes adds the payload.  m without a
+ * mapping (the caller failed before): the data is received and dropped,
+ * and the caller's error message is left as it is. */
 int crpm_recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t *bytes);
 int crpm_recv_bytes(MPI_Comm comm, int peer, int tag, void *p, size_t n, const char *what);
 

@@ -14,6 +14,7 @@
 #include "fsutil.h"
 #include "grow.h"
 #include "l4_common.h"
+#include "mpi_error.h"
 
 #define L4_PATH_MAX CRPM_PATH_MAX
 
@@ -63,6 +64,7 @@ static herr_t cause_cb(unsigned n, const H5E_error2_t *e, void *arg)
  * HDF5 found damaged data or metadata, CRPM_ERR_HDF5 otherwise. */
 int l4_h5_fail(const char *fmt, ...)
 {
+    int err = errno; /* the write under HDF5 (MPI-IO) that ran out of space leaves it */
     char what[640];
     va_list ap;
     va_start(ap, fmt);
@@ -73,7 +75,52 @@ int l4_h5_fail(const char *fmt, ...)
     H5Eclear2(H5E_DEFAULT);
     if (c.corrupt)
         return crpm_error(CRPM_ERR_CORRUPT, "%s: file damaged (HDF5: %s)", what, c.text);
+    if (err == ENOSPC || err == EDQUOT)
+        return crpm_error(CRPM_ERR_IO, "%s: %s (HDF5: %s)", what, strerror(err), c.found ? c.text : "no detail");
     return crpm_error(CRPM_ERR_HDF5, "%s (HDF5: %s)", what, c.found ? c.text : "no detail");
+}
+
+/* Metadata room per object (object header, its attributes, its group's
+ * B-tree and heap entries) and for the file (superblock, root group,
+ * attributes, free-space slack): generous, a shortfall would hang. */
+#define L4_META_PER_OBJECT 8192u
+#define L4_META_FILE (1u << 20)
+
+int l4_reserve(MPI_Comm comm, const char *path, uint64_t bytes, uint64_t nobjects)
+{
+    int rank = 0, rc = CRPM_SUCCESS;
+    MPI_Comm_rank(comm, &rank);
+    uint64_t mine[2] = {bytes, nobjects}, sum[2] = {0, 0};
+    int mrc = MPI_Allreduce(mine, sum, 2, MPI_UINT64_T, MPI_SUM, comm);
+    if (mrc != MPI_SUCCESS)
+        rc = crpm_mpi_fail(mrc, "level 4: MPI_Allreduce of the file's size");
+    if (rc == CRPM_SUCCESS && rank == 0) {
+        uint64_t len = sum[0] + sum[0] / 64 + sum[1] * L4_META_PER_OBJECT + L4_META_FILE;
+        int fd = open(path, O_RDWR | O_CLOEXEC), err = 0;
+        if (fd < 0) {
+            err = errno;
+        } else {
+            err = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)len) == 0 ? 0 : errno;
+            if (err == EOPNOTSUPP || err == ENOSYS)
+                err = posix_fallocate(fd, 0, (off_t)len);
+            close(fd);
+        }
+        if (err)
+            rc = crpm_error(CRPM_ERR_IO, "level 4: cannot allocate %llu bytes for %s: %s", (unsigned long long)len,
+                            path, strerror(err));
+    }
+    return crpm_agree(comm, rank, rc, "level 4: reserving the file's storage");
+}
+
+void l4_unreserve(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return;
+    if (fstat(fd, &st) == 0)
+        (void)!ftruncate(fd, st.st_size); /* drops blocks reserved past the end; nothing else changes */
+    close(fd);
 }
 
 void l4_close_id(hid_t *id, herr_t (*fn)(hid_t))

@@ -87,6 +87,19 @@ int l4_scan_dir(const char *dir, const char *job, l4_file **out, int *nout);
 int crpm_l4g_verify_file(hid_t f, const char *path, FILE *out);
 void l4_prune(const char *dir, const l4_file *v, int n, const char *keep_name, uint64_t seq, int keep);
 
+/* Collective: the file at path (created, HDF5 writes next) gets storage
+ * for `bytes` raw data on all ranks together plus room for `nobjects`
+ * objects' metadata, before HDF5 writes a byte: a write that fails for
+ * want of space inside HDF5's collective flush and close leaves the ranks
+ * in different collectives (a hang), so a full file system fails here, on
+ * every rank, as CRPM_ERR_IO naming the file and the cause.  Rank 0
+ * reserves (fallocate with FALLOC_FL_KEEP_SIZE: HDF5 sees the file's size
+ * unchanged; posix_fallocate where the file system lacks it). */
+int l4_reserve(MPI_Comm comm, const char *path, uint64_t bytes, uint64_t nobjects);
+/* Local, once HDF5 closed the file: what the reservation holds past its
+ * end is given back (a truncation to its own size). */
+void l4_unreserve(const char *path);
+
 /* Level 4's collectives agree through the comm layer: one rank's failure is
  * an error on every rank (the message names the failing rank). */
 static inline int l4_agree(MPI_Comm comm, int rc)

@@ -180,8 +180,11 @@ fail:
 
 /* Collective: creates `tmp`, every rank's groups and datasets (identical
  * metadata calls everywhere), then each rank writes its own arrays. */
+/* boxes: bytes and count of this rank's boxes of global datasets, which
+ * crpm_l4g_write adds to the same file next (its storage is reserved here). */
 static int write_contents(MPI_Comm comm, const char *tmp, const l4_root *root, const l4_desc *all, const int *cnt,
-                          const int *displ, int total, int nregions, const crpm_array *regions)
+                          const int *displ, int total, int nregions, const crpm_array *regions,
+                          const uint64_t boxes[2])
 {
     int rank = 0, size = 0, rc = CRPM_SUCCESS;
     MPI_Comm_rank(comm, &rank);
@@ -200,6 +203,13 @@ static int write_contents(MPI_Comm comm, const char *tmp, const l4_root *root, c
     }
     /* one agreement covers the handle array and the (collective) creation */
     rc = crpm_agree(comm, rank, rc, "level 4: creating the file");
+    if (rc == CRPM_SUCCESS) {
+        uint64_t bytes = boxes[0];
+        for (int i = 0; i < nregions; i++)
+            bytes += crpm_array_bytes(&regions[i]);
+        /* objects: every dataset and group, once (rank 0), and the boxes' datasets */
+        rc = l4_reserve(comm, tmp, bytes, boxes[1] + (rank == 0 ? (uint64_t)total + (uint64_t)size : 0));
+    }
     if (rc != CRPM_SUCCESS) {
         l4_close_id(&f, H5Fclose);
         free(dsets);
@@ -305,9 +315,15 @@ static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ck
     const crpm_glayout *lay = glob ? glob->glayout : NULL;
     crpm_array *own = calloc((size_t)nregions + 1, sizeof *own);
     int nown = 0;
-    for (int i = 0; own && i < nregions; i++)
-        if (!crpm_l4g_is_box(lay, regions[i].id))
+    uint64_t boxes[2] = {0, 0};
+    for (int i = 0; own && i < nregions; i++) {
+        if (!crpm_l4g_is_box(lay, regions[i].id)) {
             own[nown++] = regions[i];
+        } else {
+            boxes[0] += crpm_array_bytes(&regions[i]);
+            boxes[1]++;
+        }
+    }
     rc = l4_agree(comm, own ? CRPM_SUCCESS : crpm_error(CRPM_ERR_NOMEM, "level 4: out of memory"));
     l4_desc *all = NULL;
     int *cnt = NULL, *displ = NULL, total = 0;
@@ -321,13 +337,15 @@ static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ck
 
     l4_root root = { .format = CRPM_L4_FORMAT, .ckpt_id = ckpt_id, .nranks = size, .epoch = epoch, .seq = seq };
     snprintf(root.job, sizeof root.job, "%s", job);
-    rc = write_contents(comm, tmp, &root, all, cnt, displ, total, nown, own);
+    rc = write_contents(comm, tmp, &root, all, cnt, displ, total, nown, own, boxes);
     if (rc == CRPM_SUCCESS && glob)
         rc = crpm_l4g_write(comm, tmp, lay, nregions, regions, glob->run_id, glob->time_ns);
     free(own);
 
     if (rank == 0) {
         int rrc = CRPM_SUCCESS;
+        if (rc == CRPM_SUCCESS)
+            l4_unreserve(tmp);
         if (rc == CRPM_SUCCESS)
             rrc = crpm_durable_rename(tmp, final_path);
         if (rc != CRPM_SUCCESS || rrc != CRPM_SUCCESS)

@@ -7,6 +7,7 @@
 #include "agree.h"
 #include "background.h"
 #include "clock.h"
+#include "coordinate.h"
 #include "error.h"
 #include "glayout.h"
 #include "grow.h"
@@ -218,7 +219,8 @@ static int run_followers(crpm_bg *b, const bg_job *j, const crpm_array *a, int n
             snprintf(what, sizeof what, "checkpoint %lld at level %d (in the background)", (long long)j->id,
                      f->level);
             b->fol_now = i;
-            rc = crpm_agree_idle(b->comm, ctx->rank, f->lv.ops->write(&f->lv, a, n, j->id, &b->st, &done), what);
+            int wrc = f->lv.ops->write(&f->lv, a, n, j->id, &b->st, &done);
+            rc = crpm_agree_idle(b->comm, ctx->rank, crpm_coord_write_failed(wrc, j->id, f->level), what);
             if (rc != 0 && stages[s] == CRPM_STAGE_COMMIT && f->lv.ops->undo && f->lv.ops->undo(&f->lv) != 0)
                 b->broken = 1;
         }

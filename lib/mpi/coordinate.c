@@ -82,6 +82,24 @@ void crpm_coord_purge(crpm_ctx *ctx, int global, void (*remove_prefixed)(const c
 
 /* ---- checkpoint -------------------------------------------------------------- */
 
+int crpm_coord_restart_failed(int rc, int64_t epoch, int level)
+{
+    if (rc == 0)
+        return rc;
+    char msg[3 * 4096];
+    snprintf(msg, sizeof msg, "%s", crpm_last_error());
+    return crpm_error(rc, "restart at the checkpoint of epoch %lld (level %d): %s", (long long)epoch, level, msg);
+}
+
+int crpm_coord_write_failed(int rc, int64_t id, int level)
+{
+    if (rc == 0)
+        return rc;
+    char msg[3 * 4096];
+    snprintf(msg, sizeof msg, "%s", crpm_last_error());
+    return crpm_error(rc, "checkpoint %lld (level %d): %s", (long long)id, level, msg);
+}
+
 int crpm_coord_ready(crpm_ctx *ctx, int id, int level)
 {
     if (level == CRPM_L1)
@@ -109,8 +127,8 @@ static int follow(crpm_ctx *ctx, crpm_follower *f, int id, crpm_stats_t *st)
     char what[64];
     int done = 0;
     snprintf(what, sizeof what, "crpm_checkpoint (level %d)", f->level);
-    int rc = crpm_agree(ctx->comm, ctx->rank, f->lv.ops->write(&f->lv, ctx->arrays, ctx->narrays, id, st, &done),
-                        what);
+    int wrc = f->lv.ops->write(&f->lv, ctx->arrays, ctx->narrays, id, st, &done);
+    int rc = crpm_agree(ctx->comm, ctx->rank, crpm_coord_write_failed(wrc, id, f->level), what);
     if (rc != 0 && f->row->stage == CRPM_STAGE_COMMIT && f->lv.ops->undo && f->lv.ops->undo(&f->lv) != 0)
         ctx->broken = 1;
     return rc;
@@ -128,6 +146,7 @@ int crpm_coord_checkpoint(crpm_ctx *ctx, int id, int level, int rc, crpm_stats_t
         if (c && level > CRPM_L1 && level < 32 && crpm_coord_find(ctx, level))
             crpm_container_note_levels(c, 1u << level);
         rc = ctx->primary.ops->write(&ctx->primary, ctx->arrays, ctx->narrays, id, st, &committed);
+        rc = crpm_coord_write_failed(rc, id, CRPM_L1);
     }
     /* Checks, with the commit agreement, that all ranks passed the same id
      * and level; the reduction is the barrier "every rank has committed". */
@@ -323,8 +342,8 @@ int crpm_coord_restore(crpm_ctx *ctx, crpm_restart_io *io)
         if (f->plan.nrepair && f->lv.ops->restore) {
             io->plan = &f->plan;
             int rc = f->lv.ops->restore(&f->lv, io);
-            if (rc != 0)
-                return rc;
+            if (rc != 0) /* a rebuild that ran out of space says of which checkpoint */
+                return crpm_coord_restart_failed(rc, io->epoch, f->level);
         }
     return CRPM_SUCCESS;
 }
@@ -347,7 +366,7 @@ int crpm_coord_resync(crpm_ctx *ctx, int resumed, int64_t epoch)
             f->lv.ops->attach(&f->lv, c);
         int rc = f->lv.ops->resync ? f->lv.ops->resync(&f->lv, &f->plan, resumed, epoch) : CRPM_SUCCESS;
         if (rc != 0)
-            return rc;
+            return crpm_coord_restart_failed(rc, epoch, f->level);
     }
     return CRPM_SUCCESS;
 }

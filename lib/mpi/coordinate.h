@@ -18,6 +18,15 @@
 #define CRPM_MPI_COORDINATE_H
 #include "context.h"
 
+/* A level's write of checkpoint `id` failed with rc: its message is prefixed
+ * with the checkpoint and the level (a level's file operations do not know
+ * them; a full file system must say which checkpoint it stopped).  Returns
+ * rc; CRPM_SUCCESS unchanged. */
+int crpm_coord_write_failed(int rc, int64_t id, int level);
+/* The same for a level's restore or resync at a restart: the checkpoint is
+ * named by the job epoch every rank resumes (the ids are in the files). */
+int crpm_coord_restart_failed(int rc, int64_t epoch, int level);
+
 /* ---- the job's levels ---- */
 /* Collective, at init: the level table's rows become followers; whether
  * each can serve this job (an error when the configuration asks for one
