@@ -229,6 +229,9 @@ static int validate_super(crpm_container *c, const crpm_open_opts *o, uint64_t s
                           "%s has format version 1 (an older libcrpm, without data checksums); this library reads "
                           "versions %u to %u: restart it with the libcrpm that wrote it",
                           c->path, CRPM_FORMAT_OLDEST, CRPM_FORMAT_VERSION);
+    /* far beyond any version there is: the field was overwritten, not written by a newer library */
+    if (sb->version == 0 || sb->version > CRPM_FORMAT_VERSION + 64)
+        return crpm_error(CRPM_ERR_CORRUPT, "%s: superblock damaged (format version %u)", c->path, sb->version);
     if (sb->version < CRPM_FORMAT_OLDEST || sb->version > CRPM_FORMAT_VERSION)
         return crpm_error(CRPM_ERR_VERSION, "%s has format version %u; this library reads versions %u to %u",
                           c->path, sb->version, CRPM_FORMAT_OLDEST, CRPM_FORMAT_VERSION);
