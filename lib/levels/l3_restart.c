@@ -121,17 +121,18 @@ int l3_sync(crpm_level *lv, int force, uint64_t *sent)
     return rc;
 }
 
-/* Whether every codeword of rank r keeps K-M units at epoch e: members of
- * its group that hold e (not lost) as data, parity of e held by members not
- * lost, of the run being restored. */
-static int feasible(const int64_t *own, int nranks, const int *groups, const int *members, int K, int M,
-                    const int64_t *run, const int64_t *lost, int r, int64_t e)
+/* Whether every codeword of rank r keeps K-M units at epoch e, among the
+ * members of its group (grp, ng ranks): members that hold e (not lost) as
+ * data, parity of e held by members not lost, of the run being restored. */
+static int feasible(const int64_t *own, const int *grp, int ng, const int *members, int K, int M, const int64_t *run,
+                    const int64_t *lost, int r, int64_t e)
 {
     crpm_l3_layout lay = {K, M};
     for (int j = 0; j < K - M; j++) {
         int c = crpm_l3_codeword_of(&lay, members[r], j), units = 0;
-        for (int q = 0; q < nranks; q++) {
-            if (groups[q] != groups[r] || lost[q])
+        for (int i = 0; i < ng; i++) {
+            int q = grp[i];
+            if (lost[q])
                 continue;
             const int64_t *x = own + (size_t)q * L3F_N;
             if (crpm_l3_data_index(&lay, c, members[q]) >= 0)
@@ -147,26 +148,51 @@ static int feasible(const int64_t *own, int nranks, const int *groups, const int
     return 1;
 }
 
+static int by_group(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 int crpm_l3_can_rebuild(const int64_t *own, int nranks, const int *groups, const int *members, int K, int M,
                         const int64_t *run, int64_t epoch, const int64_t *need, int64_t *rebuild)
 {
-    int n = 0;
-    for (int r = 0; r < nranks; r++)
-        rebuild[r] = 0;
-    if (K < 2 || M < 1 || M >= K || epoch < 1)
-        return 0;
+    int n = 0, any = 0;
     for (int r = 0; r < nranks; r++) {
-        if (!need[r])
-            continue;
+        rebuild[r] = 0;
+        any |= need[r] != 0;
+    }
+    if (!any || K < 2 || M < 1 || M >= K || epoch < 1)
+        return 0;
+    /* the ranks sorted by group: each group's members side by side, so a
+     * restart of many ranks costs n log n, not n^2 */
+    uint64_t *key = malloc(sizeof *key * (size_t)nranks);
+    int *grp = malloc(sizeof *grp * (size_t)nranks);
+    if (!key || !grp) {
+        free(key);
+        free(grp);
+        return 0; /* nothing claimed: the decision goes on without this level */
+    }
+    for (int r = 0; r < nranks; r++)
+        key[r] = ((uint64_t)(uint32_t)groups[r] << 32) | (uint32_t)r;
+    qsort(key, (size_t)nranks, sizeof *key, by_group);
+    for (int r = 0; r < nranks; r++)
+        grp[r] = (int)(key[r] & 0xffffffffu);
+    for (int a = 0, b; a < nranks; a = b) {
         int lost = 0;
-        for (int q = 0; q < nranks; q++)
-            lost += groups[q] == groups[r] && need[q];
+        for (b = a; b < nranks && groups[grp[b]] == groups[grp[a]]; b++)
+            lost += need[grp[b]] != 0;
         /* a group that lacks more than M members is beyond this level */
-        if (lost <= M && feasible(own, nranks, groups, members, K, M, run, need, r, epoch)) {
-            rebuild[r] = 1;
-            n++;
+        for (int i = a; lost && lost <= M && i < b; i++) {
+            int r = grp[i];
+            if (need[r] && feasible(own, grp + a, b - a, members, K, M, run, need, r, epoch)) {
+                rebuild[r] = 1;
+                n++;
+            }
         }
     }
+    free(key);
+    free(grp);
     return n;
 }
 
@@ -198,10 +224,10 @@ int l3_describe(crpm_level *lv, const crpm_plan *p, int r, char *buf, size_t n)
     l3_state *s = l3_of(lv);
     const int64_t *x = p->own + (size_t)r * L3F_N;
     int lost = 0, k = 0;
-    for (int q = 0; q < p->nranks; q++)
+    for (int q = 0; p->need && q < p->nranks; q++) /* only for a refusal's text */
         if (s->groups[q] == s->groups[r]) {
             k++;
-            lost += p->need ? p->need[q] != 0 : 0;
+            lost += p->need[q] != 0;
         }
     if (x[L3F_BAD])
         snprintf(buf, n, "its level-3 parity container is corrupt");
