@@ -641,6 +641,7 @@ int crpm_checkpoint(int id, int level)
     CRPM_GUARD(fn, 1);
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: call crpm_init first"), fn);
+    crpm_runlog_begin(ctx); /* the previous checkpoint's line (runlog.h) */
     double t0 = crpm_now(), t_commit = 0, waited = 0;
     /* Level 1 runs while the last checkpoint's levels drain, not while an
      * older one's do: it overwrites that one's copies (background.h). */

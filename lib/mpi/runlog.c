@@ -17,12 +17,29 @@
 #include "progress.h"
 #include "stop.h"
 
+/* A checkpoint's values per rank: the call, the wait for an earlier drain,
+ * the statistics, then seconds, bytes written and sent of each part. */
+enum { C_SECS, C_WAIT, C_PROT, C_CMP, C_WR, C_SENT, C_DIRTY, C_PART };
+#define C_N (C_PART + 3 * CRPM_RL_NPARTS)
+
 struct crpm_runlog {
     int fd;                              /* rank 0: the file; -1 elsewhere */
     double t_begin, wall_begin;          /* init began (monotonic, Unix seconds) */
     double secs[CRPM_RL_NPARTS], wr[CRPM_RL_NPARTS], sent[CRPM_RL_NPARTS]; /* the checkpoint in progress */
     unsigned ran;                        /* its parts that ran (bits) */
     char path[CRPM_PATH_MAX];
+    /* the last checkpoint's line, gathered without blocking (MPI_Igather)
+     * and written when the next event comes: no synchronisation of the
+     * ranks is added to the checkpoint */
+    struct pending {
+        int on;
+        MPI_Request req;
+        double *v, *all;                 /* this rank's values; rank 0: every rank's */
+        int id, level, rc, async;
+        uint64_t epoch;
+        unsigned ran;
+        double t, t0;                    /* the call's end and start (Unix seconds, rank 0's) */
+    } pend;
 };
 
 static double wall_now(void)
@@ -109,11 +126,11 @@ static void jagg(jbuf *b, const char *key, const double *a)
     jf(b, "}");
 }
 
-/* Starts a line: the event, the time, the run. */
-static void jhead(jbuf *b, const crpm_ctx *ctx, const char *ev)
+/* Starts a line: the event, the time (0: now), the run. */
+static void jhead_at(jbuf *b, const crpm_ctx *ctx, const char *ev, double t)
 {
     jf(b, "{\"ev\":\"%s\",\"t\":", ev);
-    jnum(b, wall_now());
+    jnum(b, t ? t : wall_now());
     jf(b, ",\"run\":\"");
     for (int i = 0; i < 8; i++)
         jf(b, "%02x", ctx->run_id[i]);
@@ -121,6 +138,8 @@ static void jhead(jbuf *b, const crpm_ctx *ctx, const char *ev)
     jstr(b, ctx->cfg.job_name);
     jf(b, ",\"ranks\":%d", ctx->nranks);
 }
+
+static void jhead(jbuf *b, const crpm_ctx *ctx, const char *ev) { jhead_at(b, ctx, ev, 0); }
 
 /* Ends the line and appends it with one write (O_APPEND): whole or, after
  * a crash in the middle, torn at the end, never interleaved. */
@@ -148,6 +167,24 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* out[4 i ..] = min, median, max and sum of value i over the size rows of
+ * n values in all; col: room for size values. */
+static void aggregate(const double *all, int n, int size, double *col, double *out)
+{
+    for (int i = 0; i < n; i++) {
+        double sum = 0;
+        for (int r = 0; r < size; r++) {
+            col[r] = all[(size_t)r * (size_t)n + (size_t)i];
+            sum += col[r];
+        }
+        qsort(col, (size_t)size, sizeof *col, cmp_double);
+        out[4 * i] = col[0];
+        out[4 * i + 1] = size % 2 ? col[size / 2] : 0.5 * (col[size / 2 - 1] + col[size / 2]);
+        out[4 * i + 2] = col[size - 1];
+        out[4 * i + 3] = sum;
+    }
+}
+
 /* Every rank's n values to rank 0, which gets out[4 i ..] = min, median, max
  * and sum of value i and returns 1; 0 elsewhere or when MPI failed. */
 static int gather(MPI_Comm comm, const double *v, int n, double *out)
@@ -165,18 +202,7 @@ static int gather(MPI_Comm comm, const double *v, int n, double *out)
         free(col);
         return 0;
     }
-    for (int i = 0; i < n; i++) {
-        double sum = 0;
-        for (int r = 0; r < size; r++) {
-            col[r] = all[(size_t)r * (size_t)n + (size_t)i];
-            sum += col[r];
-        }
-        qsort(col, (size_t)size, sizeof *col, cmp_double);
-        out[4 * i] = col[0];
-        out[4 * i + 1] = size % 2 ? col[size / 2] : 0.5 * (col[size / 2 - 1] + col[size / 2]);
-        out[4 * i + 2] = col[size - 1];
-        out[4 * i + 3] = sum;
-    }
+    aggregate(all, n, size, col, out);
     free(all);
     free(col);
     return 1;
@@ -194,6 +220,10 @@ int crpm_runlog_open(crpm_ctx *ctx, double t_begin)
     rl->t_begin = t_begin;
     rl->wall_begin = wall_now() - (crpm_now() - t_begin);
     ctx->runlog = rl;
+    rl->pend.v = malloc(sizeof *rl->pend.v * C_N);
+    rl->pend.all = ctx->rank == 0 ? malloc(sizeof *rl->pend.all * C_N * (size_t)ctx->nranks) : NULL;
+    if (!rl->pend.v || (ctx->rank == 0 && !rl->pend.all))
+        return crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory (log_file)");
     if (ctx->rank != 0)
         return CRPM_SUCCESS;
     /* a relative name is in rank 0's ckpt_dir, the job directory's parent
@@ -215,10 +245,18 @@ int crpm_runlog_open(crpm_ctx *ctx, double t_begin)
     return CRPM_SUCCESS;
 }
 
+static void finish_pending(crpm_ctx *ctx);
+
 void crpm_runlog_close(crpm_ctx *ctx)
 {
     if (!ctx->runlog)
         return;
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin)
+        finish_pending(ctx);
+    free(ctx->runlog->pend.v);
+    free(ctx->runlog->pend.all);
     if (ctx->runlog->fd >= 0)
         close(ctx->runlog->fd);
     free(ctx->runlog);
@@ -243,41 +281,31 @@ static const char *part_name(int p)
     return names[p];
 }
 
-enum { C_SECS, C_WAIT, C_PROT, C_CMP, C_WR, C_SENT, C_DIRTY, C_PART };
-#define C_N (C_PART + 3 * CRPM_RL_NPARTS)
 
-void crpm_runlog_checkpoint(crpm_ctx *ctx, int id, int level, int rc, const crpm_stats_t *st, double secs,
-                            double waited)
+/* Rank 0 writes the pending checkpoint's line; every rank completes its
+ * part of the gather (on the others a local completion: the values left
+ * when it was posted). */
+static void finish_pending(crpm_ctx *ctx)
 {
     struct crpm_runlog *rl = ctx->runlog;
-    if (!rl)
+    struct pending *p = &rl->pend;
+    if (!p->on)
         return;
-    double v[C_N], a[4 * C_N];
-    v[C_SECS] = secs;
-    v[C_WAIT] = waited;
-    v[C_PROT] = (double)st->protected_bytes;
-    v[C_CMP] = (double)st->bytes_compared;
-    v[C_WR] = (double)st->bytes_written;
-    v[C_SENT] = (double)st->bytes_sent;
-    v[C_DIRTY] = st->protected_bytes ? rl->wr[CRPM_RL_DATA] / (double)st->protected_bytes : 0;
-    for (int p = 0; p < CRPM_RL_NPARTS; p++) {
-        v[C_PART + 3 * p] = rl->secs[p];
-        v[C_PART + 3 * p + 1] = rl->wr[p];
-        v[C_PART + 3 * p + 2] = rl->sent[p];
-    }
-    unsigned ran = rl->ran;
-    memset(rl->secs, 0, sizeof rl->secs);
-    memset(rl->wr, 0, sizeof rl->wr);
-    memset(rl->sent, 0, sizeof rl->sent);
-    rl->ran = 0;
-    if (!gather(ctx->comm, v, C_N, a))
+    p->on = 0;
+    int mrc = MPI_Wait(&p->req, MPI_STATUS_IGNORE);
+    if (ctx->rank != 0 || mrc != MPI_SUCCESS)
         return;
+    double a[4 * C_N], *col = malloc(sizeof *col * (size_t)ctx->nranks);
+    if (!col)
+        return;
+    aggregate(p->all, C_N, ctx->nranks, col, a);
+    free(col);
     jbuf b = {0};
-    jhead(&b, ctx, "checkpoint");
+    jhead_at(&b, ctx, "checkpoint", p->t);
     jf(&b, ",\"t0\":");
-    jnum(&b, wall_now() - secs);
-    jf(&b, ",\"id\":%d,\"level\":%d,\"epoch\":%llu,\"ok\":%s,\"async\":%d,\"tracking\":\"%s\",\"method\":\"%s\"", id,
-       level, (unsigned long long)ctx->env.epoch, rc == 0 ? "true" : "false", crpm_bg_takes(ctx, level),
+    jnum(&b, p->t0);
+    jf(&b, ",\"id\":%d,\"level\":%d,\"epoch\":%llu,\"ok\":%s,\"async\":%d,\"tracking\":\"%s\",\"method\":\"%s\"",
+       p->id, p->level, (unsigned long long)p->epoch, p->rc == 0 ? "true" : "false", p->async,
        ctx->cfg.change_tracking ? "pagemap" : "compare", ctx->cfg.method == CRPM_METHOD_FULL ? "full" : "differential");
     jagg(&b, "seconds", a + 4 * C_SECS);
     jagg(&b, "waited", a + 4 * C_WAIT);
@@ -288,18 +316,62 @@ void crpm_runlog_checkpoint(crpm_ctx *ctx, int id, int level, int rc, const crpm
     jagg(&b, "dirty", a + 4 * C_DIRTY);
     jf(&b, ",\"parts\":{");
     int first = 1;
-    for (int p = 0; p < CRPM_RL_NPARTS; p++) {
-        if (!(ran & (1u << p)))
+    for (int q = 0; q < CRPM_RL_NPARTS; q++) {
+        if (!(p->ran & (1u << q)))
             continue;
-        jf(&b, "%s\"%s\":{\"level\":%d", first ? "" : ",", part_name(p), p == CRPM_RL_DATA ? 1 : p == CRPM_RL_AGREE ? 0 : p);
-        jagg(&b, "seconds", a + 4 * (C_PART + 3 * p));
-        jagg(&b, "written", a + 4 * (C_PART + 3 * p + 1));
-        jagg(&b, "sent", a + 4 * (C_PART + 3 * p + 2));
+        jf(&b, "%s\"%s\":{\"level\":%d", first ? "" : ",", part_name(q),
+           q == CRPM_RL_DATA ? 1 : q == CRPM_RL_AGREE ? 0 : q);
+        jagg(&b, "seconds", a + 4 * (C_PART + 3 * q));
+        jagg(&b, "written", a + 4 * (C_PART + 3 * q + 1));
+        jagg(&b, "sent", a + 4 * (C_PART + 3 * q + 2));
         jf(&b, "}");
         first = 0;
     }
     jf(&b, "}");
     jput(ctx, &b);
+}
+
+void crpm_runlog_begin(crpm_ctx *ctx)
+{
+    if (ctx->runlog)
+        finish_pending(ctx);
+}
+
+void crpm_runlog_checkpoint(crpm_ctx *ctx, int id, int level, int rc, const crpm_stats_t *st, double secs,
+                            double waited)
+{
+    struct crpm_runlog *rl = ctx->runlog;
+    if (!rl)
+        return;
+    finish_pending(ctx);
+    struct pending *p = &rl->pend;
+    /* allocated at open: no rank can be without its buffers here */
+    double *v = p->v;
+    v[C_SECS] = secs;
+    v[C_WAIT] = waited;
+    v[C_PROT] = (double)st->protected_bytes;
+    v[C_CMP] = (double)st->bytes_compared;
+    v[C_WR] = (double)st->bytes_written;
+    v[C_SENT] = (double)st->bytes_sent;
+    v[C_DIRTY] = st->protected_bytes ? rl->wr[CRPM_RL_DATA] / (double)st->protected_bytes : 0;
+    for (int q = 0; q < CRPM_RL_NPARTS; q++) {
+        v[C_PART + 3 * q] = rl->secs[q];
+        v[C_PART + 3 * q + 1] = rl->wr[q];
+        v[C_PART + 3 * q + 2] = rl->sent[q];
+    }
+    p->ran = rl->ran;
+    memset(rl->secs, 0, sizeof rl->secs);
+    memset(rl->wr, 0, sizeof rl->wr);
+    memset(rl->sent, 0, sizeof rl->sent);
+    rl->ran = 0;
+    p->id = id;
+    p->level = level;
+    p->rc = rc;
+    p->async = crpm_bg_takes(ctx, level);
+    p->epoch = ctx->env.epoch;
+    p->t = wall_now();
+    p->t0 = p->t - secs;
+    p->on = MPI_Igather(v, C_N, MPI_DOUBLE, p->all, C_N, MPI_DOUBLE, 0, ctx->comm, &p->req) == MPI_SUCCESS;
 }
 
 enum { D_RUN, D_LAG, D_WR, D_SENT, D_N };
@@ -411,6 +483,7 @@ void crpm_runlog_recover(crpm_ctx *ctx, double secs, double bytes)
 {
     if (!ctx->runlog)
         return;
+    finish_pending(ctx);
     double v[2] = {secs, bytes}, a[8];
     if (!gather(ctx->comm, v, 2, a))
         return;
@@ -431,6 +504,7 @@ void crpm_runlog_interval(crpm_ctx *ctx, int level, double cost, const crpm_inte
 {
     if (!ctx->runlog || ctx->rank != 0)
         return;
+    finish_pending(ctx); /* the lines in order */
     jbuf b = {0};
     jhead(&b, ctx, "interval");
     jf(&b, ",\"level\":%d,\"formula\":\"daly\",\"cost\":", level);
@@ -448,6 +522,7 @@ void crpm_runlog_stop(crpm_ctx *ctx, int reason, double left, double margin)
 {
     if (!ctx->runlog || ctx->rank != 0)
         return;
+    finish_pending(ctx); /* the lines in order */
     char why[512];
     crpm_stop_reason_text(ctx, why, sizeof why);
     jbuf b = {0};
@@ -480,6 +555,7 @@ void crpm_runlog_failure(crpm_ctx *ctx, const char *where, int id, int level, in
 {
     if (!ctx->runlog || ctx->rank != 0 || rc == 0)
         return;
+    finish_pending(ctx);
     jbuf b = {0};
     jhead(&b, ctx, "failure");
     jf(&b, ",\"where\":\"%s\"", where);
@@ -499,6 +575,7 @@ void crpm_runlog_end(crpm_ctx *ctx)
     struct crpm_runlog *rl = ctx->runlog;
     if (!rl)
         return;
+    finish_pending(ctx);
     double v[E_N] = {crpm_now() - rl->t_begin, ctx->total.seconds, (double)ctx->total.checkpoints,
                      (double)ctx->total.bytes_written, (double)ctx->total.bytes_sent}, a[4 * E_N];
     if (!gather(ctx->comm, v, E_N, a))

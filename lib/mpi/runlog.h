@@ -32,6 +32,11 @@ void crpm_runlog_close(crpm_ctx *ctx);
  * sent (parts: CRPM_RL_DATA, CRPM_RL_AGREE, or a follower's level). */
 void crpm_runlog_part(crpm_ctx *ctx, int part, double secs, uint64_t written, uint64_t sent);
 
+/* The start of a checkpoint call: the previous checkpoint's line, whose
+ * values were gathered without blocking (MPI_Igather) since, is written now
+ * (so a crash during the computing between two checkpoints loses at most
+ * that one line; any other line of rank 0 writes it first too). */
+void crpm_runlog_begin(crpm_ctx *ctx);
 /* Collective: the checkpoint's line (rc: the call's agreed result, after
  * the commit), its parts, the call's seconds and the wait for an earlier
  * drain.  Before the commit a failure is only crpm_runlog_failure. */
