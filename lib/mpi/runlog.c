@@ -19,7 +19,7 @@
 
 /* A checkpoint's values per rank: the call, the wait for an earlier drain,
  * the statistics, then seconds, bytes written and sent of each part. */
-enum { C_SECS, C_WAIT, C_PROT, C_CMP, C_WR, C_SENT, C_DIRTY, C_PART };
+enum { C_SECS, C_WAIT, C_PROT, C_CMP, C_WR, C_SENT, C_DIRTY, C_LOG, C_PART };
 #define C_N (C_PART + 3 * CRPM_RL_NPARTS)
 
 struct crpm_runlog {
@@ -27,6 +27,7 @@ struct crpm_runlog {
     double t_begin, wall_begin;          /* init began (monotonic, Unix seconds) */
     double secs[CRPM_RL_NPARTS], wr[CRPM_RL_NPARTS], sent[CRPM_RL_NPARTS]; /* the checkpoint in progress */
     unsigned ran;                        /* its parts that ran (bits) */
+    double self_s;                       /* the log's own time in checkpoint calls not yet reported */
     char path[CRPM_PATH_MAX];
     /* the last checkpoint's line, gathered without blocking (MPI_Igather)
      * and written when the next event comes: no synchronisation of the
@@ -314,6 +315,7 @@ static void finish_pending(crpm_ctx *ctx)
     jagg(&b, "written", a + 4 * C_WR);
     jagg(&b, "sent", a + 4 * C_SENT);
     jagg(&b, "dirty", a + 4 * C_DIRTY);
+    jagg(&b, "log_seconds", a + 4 * C_LOG);
     jf(&b, ",\"parts\":{");
     int first = 1;
     for (int q = 0; q < CRPM_RL_NPARTS; q++) {
@@ -333,8 +335,11 @@ static void finish_pending(crpm_ctx *ctx)
 
 void crpm_runlog_begin(crpm_ctx *ctx)
 {
-    if (ctx->runlog)
-        finish_pending(ctx);
+    if (!ctx->runlog)
+        return;
+    double t = crpm_now();
+    finish_pending(ctx);
+    ctx->runlog->self_s += crpm_now() - t;
 }
 
 void crpm_runlog_checkpoint(crpm_ctx *ctx, int id, int level, int rc, const crpm_stats_t *st, double secs,
@@ -343,6 +348,7 @@ void crpm_runlog_checkpoint(crpm_ctx *ctx, int id, int level, int rc, const crpm
     struct crpm_runlog *rl = ctx->runlog;
     if (!rl)
         return;
+    double t_self = crpm_now();
     finish_pending(ctx);
     struct pending *p = &rl->pend;
     /* allocated at open: no rank can be without its buffers here */
@@ -354,6 +360,7 @@ void crpm_runlog_checkpoint(crpm_ctx *ctx, int id, int level, int rc, const crpm
     v[C_WR] = (double)st->bytes_written;
     v[C_SENT] = (double)st->bytes_sent;
     v[C_DIRTY] = st->protected_bytes ? rl->wr[CRPM_RL_DATA] / (double)st->protected_bytes : 0;
+    v[C_LOG] = rl->self_s; /* this call's start, and the previous call's end (posted after it was measured) */
     for (int q = 0; q < CRPM_RL_NPARTS; q++) {
         v[C_PART + 3 * q] = rl->secs[q];
         v[C_PART + 3 * q + 1] = rl->wr[q];
@@ -372,6 +379,7 @@ void crpm_runlog_checkpoint(crpm_ctx *ctx, int id, int level, int rc, const crpm
     p->t = wall_now();
     p->t0 = p->t - secs;
     p->on = MPI_Igather(v, C_N, MPI_DOUBLE, p->all, C_N, MPI_DOUBLE, 0, ctx->comm, &p->req) == MPI_SUCCESS;
+    rl->self_s = crpm_now() - t_self;
 }
 
 enum { D_RUN, D_LAG, D_WR, D_SENT, D_N };
