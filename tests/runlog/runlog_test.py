@@ -35,6 +35,13 @@ ckpt_dir = <dir>/node%n) run tests/runlog/runlog_app.c.
 Report scenarios (--group report, no MPI): crpm-report's usage errors and a
 log without events.
 
+Python scenario (--group python, tests/runlog/progress_app.py):
+
+  python_progress  crpm.set_progress(every = 0) through a level-2 restore:
+                   the restored rank's reports grow to done == total > 0,
+                   the restart line's bytes cover them; crpm.stats() on
+                   every rank against the log's checkpoint lines
+
 Prints one line per scenario and "N passed, M failed" last.
 """
 import argparse
@@ -60,6 +67,7 @@ APP_ARGS = ["--n", "32768", "--window", "2048", "--iters", "12", "--levels", ","
 class Ctx:
     def __init__(self, a, workdir):
         self.app, self.report, self.workdir = a.app, a.report, workdir
+        self.progress_app = getattr(a, "progress_app", None)
         self.py = os.environ.get("CRPM_PYTHON3") or "/usr/bin/python3"
         self.main_log = None
 
@@ -365,6 +373,55 @@ def scenario_compare(c):
     check((w, h) == (1000, 400) and "median checkpoint time" in text.get("Description", ""), "compare picture")
 
 
+def scenario_python_progress(c):
+    """crpm.set_progress on every rank through a level-2 restore, and
+    crpm.stats() against the run log."""
+    crpmtest.require_test_hooks("killing rank 1 after a commit (CRPM_TEST_KILL)")
+    cfg = c.config("py", basic="keep_last_ckpt = 1\n")
+    out = os.path.join(c.workdir, "py-out")
+    os.makedirs(out, exist_ok=True)
+    cmd = [c.py, c.progress_app, "--crpm", cfg, "--out", out, "--iters", "6", "--levels", "1,2"]
+    env = crpmtest.job_env({"CRPM_TEST_KILL": "1:after_commit:3"}, shm_dir=c.workdir,
+                           clear=crpmtest.CRPM_ENV_OVERRIDES)
+    r = crpmtest.run_job(crpmtest.mpiexec(NP) + cmd, env=env, timeout=TIMEOUT)
+    check(r.rc not in (0, None), "the kill did not fire: %s\n%s" % (r.rc, tail(r.out)))
+    shutil.rmtree(c.node("py", 1))
+    env = crpmtest.job_env(shm_dir=c.workdir, clear=crpmtest.CRPM_ENV_OVERRIDES)
+    r = crpmtest.run_job(crpmtest.mpiexec(NP) + cmd, env=env, timeout=TIMEOUT)
+    check(r.rc == 0, "relaunch failed (%s)\n%s" % (r.rc, tail(r.out, 25)))
+    res = []
+    for k in range(NP):
+        with open(os.path.join(out, "progress-%d.json" % k)) as f:
+            res.append(json.load(f))
+    check(all(x["status"] == 2 for x in res), "statuses %r" % [x["status"] for x in res])
+    reps = [x for x in res[1]["reports"] if x[0] == "L2 restore"]
+    check(len(reps) >= 2, "rank 1 (restored from its partner copy) got %d progress reports: %r" % (
+        len(reps), res[1]["reports"][:5]))
+    # one phase per file restored (the container, the partner copy it held): each ends with done == total
+    phases, cur = [], []
+    for x in reps:
+        cur.append(x)
+        if x[4] == 0 and x[1] == x[2]:
+            phases.append(cur)
+            cur = []
+    check(phases and not cur, "a phase without its end report: %r" % reps)
+    for ph_ in phases:
+        done = [x[1] for x in ph_]
+        check(all(a <= b for a, b in zip(done, done[1:])), "done goes back: %r" % done)
+        check(ph_[-1][1] > 0 and all(x[1] <= x[2] and x[3] >= 0 for x in ph_), "reports %r" % ph_)
+    # the restart line counts the same bytes for rank 1's restore
+    evs = read_log(os.path.join(c.node("py", 0), "run.jsonl"))
+    rs = [e for e in evs if e["ev"] == "restart"][-1]
+    ph = [p for p in rs["phases"] if p["what"] == "L2 restore"][0]
+    mine = sum(x[1] for x in res[1]["reports"] if x[0] == "L2 restore" and x[1] == x[2] and x[4] == 0)
+    check(ph["bytes"]["max"] >= mine > 0, "restart line's L2 restore bytes %r, rank 1 reported %d" % (ph["bytes"], mine))
+    # crpm.stats() is crpm_get_stats: the log's lines of this launch add up to it
+    ck = [e for e in launches(evs)[-1] if e["ev"] == "checkpoint"]
+    check(all(x["total"]["checkpoints"] == len(ck) for x in res), "stats().total.checkpoints vs %d lines" % len(ck))
+    check(sum(x["total"]["bytes_written"] for x in res) == sum(e["written"]["sum"] for e in ck), "bytes written")
+    check(sum(x["total"]["bytes_sent"] for x in res) == sum(e["sent"]["sum"] for e in ck), "bytes sent")
+
+
 # ---- report scenarios ----------------------------------------------------------
 def scenario_usage(c):
     c.tool([], expect=2)
@@ -381,6 +438,7 @@ def scenario_usage(c):
 MPI = [scenario_kill_restart, scenario_failure, scenario_drains, scenario_interval_stop, scenario_off,
        scenario_compare]
 REPORT = [scenario_usage]
+PYTHON = [scenario_python_progress]
 
 
 def main():
@@ -388,7 +446,8 @@ def main():
     ap.add_argument("--app")
     ap.add_argument("--report", required=True)
     ap.add_argument("--workdir")
-    ap.add_argument("--group", choices=("mpi", "report"), default="mpi")
+    ap.add_argument("--group", choices=("mpi", "report", "python"), default="mpi")
+    ap.add_argument("--progress-app")
     ap.add_argument("--only")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
@@ -398,7 +457,8 @@ def main():
         crpmtest.skip("crpm-report needs matplotlib (Debian: python3-matplotlib)")
     workdir = crpmtest.make_workdir(a.workdir, prefix="crpm-runlog-")
     c = Ctx(a, workdir)
-    rc = crpmtest.run_scenarios(MPI if a.group == "mpi" else REPORT, c, workdir, a.only)
+    groups = {"mpi": MPI, "report": REPORT, "python": PYTHON}
+    rc = crpmtest.run_scenarios(groups[a.group], c, workdir, a.only)
     return rc
 
 
