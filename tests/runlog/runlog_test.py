@@ -21,6 +21,8 @@ ckpt_dir = <dir>/node%n) run tests/runlog/runlog_app.c.
                  the log, Young's optimum, the PNG's size and panels, the
                  restart in the text; a copy with a torn last line gives the
                  same numbers and says one line was skipped
+  l3_rebuild     every checkpoint at level 3, rank 2 killed, its node lost:
+                 the restart line's L3 rebuild phase on every rank
   failure        a checkpoint at level 4 without glbl_dir: a failure line
                  with the code and message every rank returned
   drains         async = 1: each level-2 checkpoint's drain line (sent
@@ -287,6 +289,24 @@ def report_on(c, log, evs):
           "a torn last line changed the numbers")
 
 
+def scenario_l3_rebuild(c):
+    """Every checkpoint at level 3, a node lost: the restart line's level-3
+    rebuild."""
+    crpmtest.require_test_hooks("killing rank 2 after a commit (CRPM_TEST_KILL)")
+    cfg = c.config("l3", basic="keep_last_ckpt = 1\n")
+    args = ["--n", "32768", "--window", "2048", "--iters", "6", "--levels", "3"]
+    c.run(cfg, args, env={"CRPM_TEST_KILL": "2:after_commit:4"}, expect=1)
+    shutil.rmtree(c.node("l3", 2))
+    r = c.run(cfg, args)
+    check("runlog_app: status 3" in r.out, "expected a level-3 restart\n" + tail(r.out))
+    evs = read_log(os.path.join(c.node("l3", 0), "run.jsonl"))
+    rs = [e for e in evs if e["ev"] == "restart"][-1]
+    check(rs["by_rank"] == [1, 1, 3, 1] and rs["rebuilt"] == 1, "restart line %r" % rs)
+    ph = [p for p in rs["phases"] if p["what"] == "L3 rebuild"]
+    check(ph and ph[0]["bytes"]["min"] > 0 and ph[0]["bytes"]["max"] <= 32768 * 8 * 4, "L3 rebuild phase %r" % (
+        rs["phases"],))
+
+
 def scenario_failure(c):
     cfg = c.config("fl")
     r = c.run(cfg, ["--levels", "1,4", "--iters", "4"], expect=1)
@@ -435,7 +455,7 @@ def scenario_usage(c):
     c.tool([os.path.join(c.workdir, "missing.jsonl")], expect=1)
 
 
-MPI = [scenario_kill_restart, scenario_failure, scenario_drains, scenario_interval_stop, scenario_off,
+MPI = [scenario_kill_restart, scenario_l3_rebuild, scenario_failure, scenario_drains, scenario_interval_stop, scenario_off,
        scenario_compare]
 REPORT = [scenario_usage]
 PYTHON = [scenario_python_progress]
