@@ -383,7 +383,7 @@ static int sync_receive(MPI_Comm comm, const crpm_sync_dst *d, int in_place, uin
     crpm_progress pg;
     int me = 0;
     MPI_Comm_rank(comm, &me);
-    crpm_progress_begin(&pg, CRPM_PG_L2, "L2 restore", sh.size, me);
+    crpm_progress_begin(&pg, CRPM_PG_L2, "L2 sync", sh.size, me);
     int rrc = crpm_recv_ranges(comm, d->peer, TAG_SYNC, rc == 0 ? m : &scratch, got);
     crpm_progress_end(&pg);
     if (rc == 0)

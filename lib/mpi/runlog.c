@@ -438,7 +438,7 @@ void crpm_runlog_restart(crpm_ctx *ctx, int rc)
             crpm_runlog_failure(ctx, "restart", -1, 0, rc);
         return;
     }
-    static const char *kinds[CRPM_PG_KINDS] = {"L2 restore", "L3 rebuild", "reshape"};
+    static const char *kinds[CRPM_PG_KINDS] = {"L2 sync", "L3 rebuild", "reshape"};
     double v[1 + 2 * CRPM_PG_KINDS], a[4 * (1 + 2 * CRPM_PG_KINDS)];
     v[0] = crpm_now() - rl->t_begin;
     crpm_progress_take(v + 1, v + 1 + CRPM_PG_KINDS);

@@ -195,7 +195,7 @@ def scenario_kill_restart(c):
     check(not rs["fresh"] and rs["status"] == status and rs["source"] == "L1", "restart line: %r" % rs)
     check(rs["by_rank"] == [1, status, 1, 1], "by_rank %r, expected rank 1 from level %d" % (rs["by_rank"], status))
     check(rs["rebuilt"] == 1 and rs["back_from"] == {"1": 3, str(status): 1}, "rebuilt/back_from: %r" % rs)
-    want = "L2 restore" if status == 2 else "L3 rebuild"
+    want = "L2 sync" if status == 2 else "L3 rebuild"
     ph = [p for p in rs["phases"] if p["what"] == want]
     check(ph and ph[0]["bytes"]["max"] > 0 and ph[0]["seconds"]["max"] > 0, "no %s phase with bytes: %r" % (
         want, rs["phases"]))
@@ -414,7 +414,7 @@ def scenario_python_progress(c):
         with open(os.path.join(out, "progress-%d.json" % k)) as f:
             res.append(json.load(f))
     check(all(x["status"] == 2 for x in res), "statuses %r" % [x["status"] for x in res])
-    reps = [x for x in res[1]["reports"] if x[0] == "L2 restore"]
+    reps = [x for x in res[1]["reports"] if x[0] == "L2 sync"]
     check(len(reps) >= 2, "rank 1 (restored from its partner copy) got %d progress reports: %r" % (
         len(reps), res[1]["reports"][:5]))
     # one phase per file restored (the container, the partner copy it held): each ends with done == total
@@ -432,9 +432,9 @@ def scenario_python_progress(c):
     # the restart line counts the same bytes for rank 1's restore
     evs = read_log(os.path.join(c.node("py", 0), "run.jsonl"))
     rs = [e for e in evs if e["ev"] == "restart"][-1]
-    ph = [p for p in rs["phases"] if p["what"] == "L2 restore"][0]
-    mine = sum(x[1] for x in res[1]["reports"] if x[0] == "L2 restore" and x[1] == x[2] and x[4] == 0)
-    check(ph["bytes"]["max"] >= mine > 0, "restart line's L2 restore bytes %r, rank 1 reported %d" % (ph["bytes"], mine))
+    ph = [p for p in rs["phases"] if p["what"] == "L2 sync"][0]
+    mine = sum(x[1] for x in res[1]["reports"] if x[0] == "L2 sync" and x[1] == x[2] and x[4] == 0)
+    check(ph["bytes"]["max"] >= mine > 0, "restart line's L2 sync bytes %r, rank 1 reported %d" % (ph["bytes"], mine))
     # crpm.stats() is crpm_get_stats: the log's lines of this launch add up to it
     ck = [e for e in launches(evs)[-1] if e["ev"] == "checkpoint"]
     check(all(x["total"]["checkpoints"] == len(ck) for x in res), "stats().total.checkpoints vs %d lines" % len(ck))
