@@ -2,13 +2,17 @@
  * M MiB, rewrites a fraction F of it between checkpoints, and times every
  * crpm_checkpoint call; the configuration says whether the log is on.
  *
- *   bench_runlog --crpm cfg.ini [--mib M] [--dirty F] [--ckpts K] [--levels 1,2] [--compute-ms C]
+ *   bench_runlog --crpm cfg.ini [--alt cfg2.ini --cycles N] [--mib M] [--dirty F] [--ckpts K]
+ *                [--levels 1,2] [--compute-ms C]
  *
- * (C: milliseconds of computing between checkpoints; a relaunch recovers
- * and goes on from the checkpoint it finds.)
+ * With --alt the process runs N cycles of two segments, one per
+ * configuration (their order swapped every cycle): crpm_init, K checkpoints,
+ * crpm_finalize; the two configurations then meet the machine's load alike.
+ * C: milliseconds of computing between checkpoints.  A relaunch recovers and
+ * goes on from the checkpoint it finds.
  *
- * Rank 0 prints one line "bench {json}": the calls' times (the slowest rank's
- * per checkpoint), in order. */
+ * Rank 0 prints one line "bench {json}": per call [configuration (0: --crpm,
+ * 1: --alt), its place in the segment, level, seconds (the slowest rank's)]. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,41 +31,14 @@ static void check(int rc, const char *what)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-int main(int argc, char **argv)
+static double mib = 16, dirty = 0.05, compute_ms = 0;
+static int ckpts = 100, levels[16] = {1}, nlev = 1;
+
+/* One segment: init with cfg, its checkpoints, finalize; rank 0 prints its
+ * calls (the first with `first`). */
+static void segment(const char *cfg, int which, double *a, size_t n, double *t, double *tmax, int first)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    double mib = 16, dirty = 0.05, compute_ms = 0;
-    int ckpts = 100, levels[16] = {1}, nlev = 1;
-    const char *cfg = NULL;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--crpm"))
-            cfg = argv[i + 1];
-        else if (!strcmp(argv[i], "--mib"))
-            mib = atof(argv[i + 1]);
-        else if (!strcmp(argv[i], "--dirty"))
-            dirty = atof(argv[i + 1]);
-        else if (!strcmp(argv[i], "--compute-ms"))
-            compute_ms = atof(argv[i + 1]);
-        else if (!strcmp(argv[i], "--ckpts"))
-            ckpts = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--levels")) {
-            nlev = 0;
-            for (char *s = argv[i + 1], *e; *s && nlev < 16; s = *e ? e + 1 : e) {
-                levels[nlev++] = (int)strtol(s, &e, 10);
-                if (e == s)
-                    break;
-            }
-        }
-    }
-    size_t n = (size_t)(mib * 1024 * 1024 / sizeof(double)), w = (size_t)((double)n * dirty);
-    double *a = malloc(n * sizeof *a), *t = malloc((size_t)ckpts * sizeof *t), *tmax = malloc((size_t)ckpts * sizeof *t);
-    if (!cfg || !a || !t || !tmax || nlev < 1 || ckpts < 1) {
-        fprintf(stderr, "bench_runlog: need --crpm and sane sizes\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    for (size_t j = 0; j < n; j++)
-        a[j] = (double)j;
+    size_t w = (size_t)((double)n * dirty);
     check(crpm_init(cfg, MPI_COMM_WORLD), "crpm_init");
     int k0 = 0;
     check(crpm_protect(0, &k0, 1, CRPM_INT), "crpm_protect");
@@ -87,15 +64,62 @@ int main(int argc, char **argv)
                 a[k % n] += 1e-9;
         }
     }
+    check(crpm_finalize(), "crpm_finalize");
     MPI_Reduce(t, tmax, ckpts, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        printf("bench {\"calls\":[");
+    if (rank == 0)
         for (int k = 0; k < ckpts; k++)
-            printf("%s[%d,%.9g]", k ? "," : "", levels[k % nlev], tmax[k]);
+            printf("%s[%d,%d,%d,%.9g]", first && !k ? "" : ",", which, k, levels[k % nlev], tmax[k]);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const char *cfg = NULL, *alt = NULL;
+    int cycles = 1;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--crpm"))
+            cfg = argv[i + 1];
+        else if (!strcmp(argv[i], "--alt"))
+            alt = argv[i + 1];
+        else if (!strcmp(argv[i], "--cycles"))
+            cycles = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--mib"))
+            mib = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--dirty"))
+            dirty = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--compute-ms"))
+            compute_ms = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--ckpts"))
+            ckpts = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--levels")) {
+            nlev = 0;
+            for (char *s = argv[i + 1], *e; *s && nlev < 16; s = *e ? e + 1 : e) {
+                levels[nlev++] = (int)strtol(s, &e, 10);
+                if (e == s)
+                    break;
+            }
+        }
+    }
+    size_t n = (size_t)(mib * 1024 * 1024 / sizeof(double));
+    double *a = malloc(n * sizeof *a), *t = malloc((size_t)ckpts * sizeof *t), *tmax = malloc((size_t)ckpts * sizeof *t);
+    if (!cfg || !a || !t || !tmax || nlev < 1 || ckpts < 1 || cycles < 1) {
+        fprintf(stderr, "bench_runlog: need --crpm and sane sizes\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    for (size_t j = 0; j < n; j++)
+        a[j] = (double)j;
+    if (rank == 0)
+        printf("bench {\"calls\":[");
+    for (int c = 0; c < cycles; c++)
+        for (int s = 0; s < (alt ? 2 : 1); s++) {
+            int which = alt ? (s + c) % 2 : 0; /* the order swapped every cycle */
+            segment(which ? alt : cfg, which, a, n, t, tmax, c == 0 && s == 0);
+        }
+    if (rank == 0) {
         printf("]}\n");
         fflush(stdout);
     }
-    check(crpm_finalize(), "crpm_finalize");
     free(a);
     free(t);
     free(tmax);

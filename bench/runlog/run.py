@@ -8,10 +8,12 @@ checkpoints, --ckpts checkpoints per run; variants
   l1    every checkpoint at level 1
   l12   levels 1 and 2 in turn
 
-each with the log off and on, the order of off/on alternated between
-repetitions.  Per variant and level: the median time of the checkpoint call
-(the slowest rank's; the first 3 checkpoints, which fill the containers, left
-out), on / off as a ratio (target < 1.01), and the difference in
+each with the log off and on: one process runs --cycles cycles of a
+segment with the log off and one with it on (crpm_init, --ckpts
+checkpoints, crpm_finalize), their order swapped every cycle, so both meet
+the machine's load alike.  Per variant and level: the median time of the checkpoint call
+(the slowest rank's; the first 3 checkpoints of each segment, which fill the
+containers, left out), on / off as a ratio (target < 1.01), and the difference in
 microseconds; and the log's own time as it measured it inside each call
 (log_seconds: completing the previous line's gather, rank 0 formatting and
 writing it, posting this one's), against the call's time (target < 1 %).
@@ -24,7 +26,8 @@ the run is not killed), node 1 lost, the relaunch rebuilds it and runs to the
 end; crpm-report draws bench/results/runlog_report.png and prints its table
 into runlog.md.
 
-  run.py --bench BUILD/bench/runlog/bench_runlog [--reps N] [--ckpts K] [--out bench/results]
+  run.py --bench BUILD/bench/runlog/bench_runlog [--reps N] [--cycles C] [--ckpts K] [--np P]
+         [--out bench/results]
 """
 import argparse
 import datetime
@@ -52,8 +55,8 @@ def config(path, ckpt_dir, job, log, extra=""):
                 "[advanced]\n%s" % (ckpt_dir, job, extra, "log_file = %s\n" % log if log else ""))
 
 
-def launch(a, cfg, args, env=None, check=True):
-    cmd = [a.mpirun, "-n", str(NP)] + shlex.split(a.mpi_flags) + [a.bench, "--crpm", cfg] + args
+def launch(a, cfg, args, env=None, check=True, np_=None):
+    cmd = [a.mpirun, "-n", str(np_ or NP)] + shlex.split(a.mpi_flags) + [a.bench, "--crpm", cfg] + args
     e = dict(os.environ)
     e.update(env or {})
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e, timeout=600)
@@ -75,57 +78,65 @@ def main():
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--mpi-flags", default="--oversubscribe --allow-run-as-root")
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--ckpts", type=int, default=60)
+    ap.add_argument("--np", type=int, default=NP, help="ranks of the side-by-side runs (the example: 4)")
+    ap.add_argument("--ckpts", type=int, default=20, help="checkpoints per segment")
+    ap.add_argument("--cycles", type=int, default=6, help="segments of each configuration per process")
     ap.add_argument("--dirty", type=float, default=0.05)
     ap.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
     ap.add_argument("--python", default="/usr/bin/python3")
+    ap.add_argument("--quick", action="store_true", help="a smoke run: one short repetition, no example")
     a = ap.parse_args()
+    if a.quick:
+        a.reps, a.cycles, a.ckpts = 1, 1, WARMUP + 2
     work = tempfile.mkdtemp(prefix="crpm-bench-runlog-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     raw = []
     try:
         for rep in range(a.reps):
             for name, levels in VARIANTS.items():
-                for log in ((False, True) if rep % 2 == 0 else (True, False)):
-                    d = os.path.join(work, "r")
-                    shutil.rmtree(d, ignore_errors=True)
-                    cfg = os.path.join(work, "b.ini")
-                    config(cfg, os.path.join(d, "node%n"), "b", "run.jsonl" if log else None)
-                    r = launch(a, cfg, ["--levels", levels, "--ckpts", str(a.ckpts), "--dirty", str(a.dirty)])
-                    run = {"rep": rep, "variant": name, "log": log, "calls": calls(r.stdout)}
-                    if log:  # the log's own time per checkpoint, as it measured it (log_seconds)
-                        with open(os.path.join(d, "node0", "run.jsonl")) as f:
-                            ck = [json.loads(x) for x in f if '"ev":"checkpoint"' in x]
-                        run["self"] = [[e["level"], e["log_seconds"]["max"], e["seconds"]["max"]] for e in ck]
-                    raw.append(run)
-                    print("rep %d %s log %s: done" % (rep, name, "on" if log else "off"), flush=True)
+                d = os.path.join(work, "r")
+                shutil.rmtree(d, ignore_errors=True)
+                off, on = os.path.join(work, "off.ini"), os.path.join(work, "on.ini")
+                config(off, os.path.join(d, "node%n"), "b", None)
+                config(on, os.path.join(d, "node%n"), "b", "run.jsonl")
+                r = launch(a, off, ["--alt", on, "--cycles", str(a.cycles), "--levels", levels, "--ckpts",
+                                    str(a.ckpts), "--dirty", str(a.dirty)], np_=a.np)
+                run = {"rep": rep, "variant": name, "calls": calls(r.stdout)}
+                # the log's own time per checkpoint, as it measured it (log_seconds)
+                with open(os.path.join(d, "node0", "run.jsonl")) as f:
+                    ck = [json.loads(x) for x in f if '"ev":"checkpoint"' in x]
+                run["self"] = [[e["level"], e["log_seconds"]["max"], e["seconds"]["max"],
+                                (e["id"] - 1) % a.ckpts] for e in ck]
+                raw.append(run)
+                print("rep %d %s: done" % (rep, name), flush=True)
         summary = []
         for name, levels in VARIANTS.items():
             for lv in sorted({int(x) for x in levels.split(",")}):
                 med = {}
-                for log in (False, True):
-                    ts = [t for run in raw if run["variant"] == name and run["log"] == log
-                          for k, (l, t) in enumerate(run["calls"]) if k >= WARMUP and l == lv]
-                    med[log] = statistics.median(ts)
-                own = [(x, c) for run in raw if run["variant"] == name and run["log"]
-                       for k, (l, x, c) in enumerate(run["self"]) if k >= WARMUP and l == lv]
-                summary.append({"variant": name, "level": lv, "median_off_s": med[False], "median_on_s": med[True],
-                                "ratio": med[True] / med[False], "diff_us": 1e6 * (med[True] - med[False]),
+                for which in (0, 1):  # 0: log off, 1: on
+                    ts = [t for run in raw if run["variant"] == name
+                          for (w, k, l, t) in run["calls"] if w == which and k >= WARMUP and l == lv]
+                    med[which] = statistics.median(ts)
+                own = [(x, c) for run in raw if run["variant"] == name
+                       for (l, x, c, k) in run["self"] if k >= WARMUP and l == lv]
+                summary.append({"variant": name, "level": lv, "median_off_s": med[0], "median_on_s": med[1],
+                                "ratio": med[1] / med[0], "diff_us": 1e6 * (med[1] - med[0]),
                                 "log_median_us": 1e6 * statistics.median(x for x, _ in own),
                                 "log_share": sum(x for x, _ in own) / sum(c for _, c in own)})
         os.makedirs(a.out, exist_ok=True)
-        example = example_run(a, work)
+        example = {"text": "(not run: --quick)\n", "table": None} if a.quick else example_run(a, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "host": platform.node(), "cpus": os.cpu_count(), "ranks": NP, "mib_per_rank": 16, "dirty": a.dirty,
-            "ckpts": a.ckpts, "reps": a.reps, "warmup_left_out": WARMUP}
+            "host": platform.node(), "cpus": os.cpu_count(), "ranks": a.np, "mib_per_rank": 16, "dirty": a.dirty,
+            "ckpts": a.ckpts, "cycles": a.cycles, "reps": a.reps, "warmup_left_out": WARMUP}
     with open(os.path.join(a.out, "runlog.json"), "w") as f:
         json.dump({"meta": meta, "summary": summary, "raw": raw, "example": example["table"]}, f, indent=1)
     with open(os.path.join(a.out, "runlog.md"), "w") as f:
         f.write("# The run log's cost (bench/runlog/run.py)\n\n%s, %d CPUs, %d ranks as %d nodes on /dev/shm, "
-                "16 MiB per rank, %.0f%% changed per checkpoint, %d checkpoints x %d repetitions per variant, "
-                "log off and on alternated; the first %d checkpoints left out.\n\n" % (
-                    meta["date"], meta["cpus"], NP, NP, 100 * a.dirty, a.ckpts, a.reps, WARMUP))
+                "16 MiB per rank, %.0f%% changed per checkpoint; per variant %d processes, each %d cycles of a "
+                "segment with the log off and one with it on (crpm_init, %d checkpoints, crpm_finalize; their "
+                "order swapped every cycle); the first %d checkpoints of each segment left out.\n\n" % (
+                    meta["date"], meta["cpus"], a.np, a.np, 100 * a.dirty, a.reps, a.cycles, a.ckpts, WARMUP))
         f.write("| variant | level | median call, log off | log on | on / off | difference | the log's own time "
                 "(median) | its share of the checkpoint time |\n|---|---|---|---|---|---|---|---|\n")
         for s in summary:
