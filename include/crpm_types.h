@@ -126,6 +126,19 @@ typedef struct crpm_stats {
  * Errors: CRPM_ERR_STATE (before init). */
 CRPM_API int crpm_get_stats(crpm_stats_t *last, crpm_stats_t *total);
 
+/* Progress of long work: a restart's level-2 restore ("L2 sync", also a
+ * partner copy's whole-file sync at a checkpoint), level-3 rebuild ("L3
+ * rebuild"), a restart on another number of ranks ("reshape").  fn gets, on
+ * every rank that does such work, its name, this rank's bytes done of its total
+ * (an upper bound while it runs), bytes per second and seconds left (-1:
+ * unknown), at most every every_s seconds (0: at every step; < 0: every 3 s)
+ * and once at the end with done == total.  Process-wide, callable before
+ * crpm_init; fn NULL turns it off.  (At verbosity >= 2 rank 0 prints the
+ * same every 3 s once the work took that long.)  Returns CRPM_SUCCESS. */
+typedef void (*crpm_progress_fn)(const char *what, uint64_t done, uint64_t total, double rate,
+                                 double seconds_left, void *user);
+CRPM_API int crpm_set_progress(crpm_progress_fn fn, void *user, double every_s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -24,7 +24,9 @@
 #include "layout.h"
 #include "reserved_ids.h"
 #include "level_table.h"
+#include "progress.h"
 #include "restart.h"
+#include "runlog.h"
 #include "schedule.h"
 #include "stop.h"
 #include "testhook.h"
@@ -96,6 +98,7 @@ static void free_ctx(void)
         return;
     crpm_bg_stop(ctx); /* no thread may outlive the context */
     crpm_stop_end(ctx);
+    crpm_runlog_close(ctx);
     crpm_global_free(ctx); /* global layout, reshaped restart (api_global.c) */
     crpm_coord_close(ctx);
     crpm_threads_free(ctx); /* after every container that used the workers */
@@ -202,6 +205,7 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_init: MPI is not initialised"), fn);
     if (comm == MPI_COMM_NULL)
         return report(crpm_error(CRPM_ERR_INVAL, "crpm_init: communicator is MPI_COMM_NULL"), fn);
+    double t_begin = crpm_now();
     if (!(ctx = calloc(1, sizeof *ctx)))
         return report(crpm_error(CRPM_ERR_NOMEM, "crpm_init: out of memory"), fn);
     ctx->lock_fd = -1;
@@ -220,6 +224,8 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
     MPI_Comm_size(ctx->comm, &ctx->nranks);
 
     int rc = load_config(config_file, text);
+    if (rc == 0)
+        crpm_progress_setup(ctx->cfg.verbosity);
     if (rc == 0) /* same on every rank: the configuration is */
         rc = crpm_threads_setup(ctx);
     if (rc == 0)
@@ -250,6 +256,8 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
     };
     if (rc == 0)
         rc = crpm_stop_start(ctx);
+    if (rc == 0)
+        rc = crpm_runlog_open(ctx, t_begin); /* [advanced] log_file */
     if (rc == 0)
         rc = crpm_heapctx_open(&ctx->cfg, config_file);
     rc = agree(rc, fn);
@@ -489,6 +497,12 @@ int crpm_recover(void)
     if (rc != 0)
         return report(rc, fn);
     ctx->recovered = 1;
+    if (ctx->runlog) {
+        double bytes = 0;
+        for (int i = 0; i < ctx->narrays; i++)
+            bytes += (double)crpm_array_bytes(&ctx->arrays[i]);
+        crpm_runlog_recover(ctx, crpm_now() - t0, bytes);
+    }
     if (ctx->cfg.verbosity >= 2) {
         double mine[2] = {crpm_now() - t0, 0}, mx[2];
         for (int i = 0; i < ctx->narrays; i++)
@@ -627,6 +641,7 @@ int crpm_checkpoint(int id, int level)
     CRPM_GUARD(fn, 1);
     if (!ctx)
         return report(crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: call crpm_init first"), fn);
+    crpm_runlog_begin(ctx); /* the previous checkpoint's line (runlog.h) */
     double t0 = crpm_now(), t_commit = 0, waited = 0;
     /* Level 1 runs while the last checkpoint's levels drain, not while an
      * older one's do: it overwrites that one's copies (background.h). */
@@ -640,8 +655,10 @@ int crpm_checkpoint(int id, int level)
     }
     /* a drain's failure is this call's error on every rank (agreed) */
     int rc = crpm_bg_report(ctx);
-    if (rc != 0)
+    if (rc != 0) {
+        crpm_runlog_failure(ctx, "checkpoint", id, level, rc);
         return report(rc, fn);
+    }
     rc = ctx->broken ? crpm_error(CRPM_ERR_STATE, "crpm_checkpoint: an earlier failed checkpoint left the "
                                   "container in an unknown state; restart the application")
                      : crpm_coord_ready(ctx, id, level);
@@ -652,8 +669,10 @@ int crpm_checkpoint(int id, int level)
     crpm_stats_t st;
     memset(&st, 0, sizeof st);
     rc = crpm_coord_checkpoint(ctx, id, level, rc, &st, &t_commit);
-    if (!t_commit)
+    if (!t_commit) { /* nothing committed: agreed on every rank */
+        crpm_runlog_failure(ctx, "checkpoint", id, level, rc);
         return report(rc, fn);
+    }
     /* an older rank count's files may go now (api_global.c); level 4 counts only if it committed */
     crpm_global_committed(ctx, rc == 0 ? level : CRPM_L1);
     double t1 = crpm_now();
@@ -671,6 +690,8 @@ int crpm_checkpoint(int id, int level)
     ctx->last_ckpt_time = t1;
     if (ctx->cfg.verbosity >= 2)
         log_checkpoint(id, level, &st);
+    crpm_runlog_checkpoint(ctx, id, level, rc, &st, t1 - t0, waited);
+    crpm_runlog_failure(ctx, "checkpoint", id, level, rc);
     return rc ? report(rc, fn) : CRPM_SUCCESS;
 }
 
@@ -749,6 +770,8 @@ int crpm_finalize(void)
     /* every background level committed (or failed, said on every rank) first */
     int bgrc = crpm_bg_stop(ctx);
     int rc = agree(CRPM_SUCCESS, fn);
+    if (rc == 0)
+        crpm_runlog_end(ctx);
     if (rc == 0 && ctx->stop.reason) /* stopped early: the checkpoints are needed */
         rc = crpm_stop_mark(ctx);
     else if (rc == 0 && !ctx->cfg.keep_last_ckpt)
@@ -803,5 +826,11 @@ int crpm_get_stats(crpm_stats_t *last, crpm_stats_t *total)
         *last = ctx->last;
     if (total)
         *total = ctx->total;
+    return CRPM_SUCCESS;
+}
+
+int crpm_set_progress(crpm_progress_fn fn, void *user, double every_s)
+{
+    crpm_progress_set_cb(fn, user, every_s);
     return CRPM_SUCCESS;
 }

@@ -15,6 +15,7 @@
 #include "mpi_error.h"
 #include "mpi_wait.h"
 #include "persist_file.h"
+#include "progress.h"
 
 #define BATCH (64u << 20)       /* bytes per data message: well inside MPI's int counts */
 #define PIECE (64u << 10)       /* sync granularity */
@@ -222,6 +223,7 @@ static int recv_ranges(MPI_Comm comm, int peer, int tag, crpm_media *m, uint64_t
             break;
         }
         *bytes += it.len;
+        crpm_progress_tick(it.len); /* a restore's or sync's progress, when one is current (progress.h) */
         if (!it.direct && !bad)
             for (size_t k = it.i, o = 0; k < it.j; k++) {
                 memcpy(m->base + v[k].off, scratch + o, v[k].len);
@@ -426,7 +428,12 @@ static int sync_receive(MPI_Comm comm, const crpm_sync_dst *d, int in_place, int
     }
     /* the data follows even when we failed: receive it into scratch */
     crpm_media scratch = {0};
+    crpm_progress pg;
+    int me = 0;
+    MPI_Comm_rank(comm, &me);
+    crpm_progress_begin(&pg, CRPM_PG_L2, "L2 sync", sh.size, me);
     int rrc = recv_ranges(comm, d->peer, TAG_SYNC, rc == 0 ? m : &scratch, got, in_place && rc == 0);
+    crpm_progress_end(&pg);
     if (rc == 0)
         rc = rrc;
     if (rc == 0)

@@ -41,6 +41,7 @@
 #include "l3_internal.h"
 #include "mpi_error.h"
 #include "mpi_wait.h"
+#include "progress.h"
 
 #define TAG_L3_NEED 7700       /* + codeword: a lost rank's needs per row */
 #define PREFIX (16u << 10)
@@ -183,6 +184,7 @@ static int rb_chain(rb *r, uint64_t nrows, int rc)
     int k = s->k, nsend[2] = {0, 0}, mrc;
     uint64_t W = r->W;
     size_t per = (size_t)W * (size_t)r->ntask;
+    crpm_progress_total(nrows * (uint64_t)r->ntask * r->seg); /* an upper bound: rows may be shorter */
     for (uint64_t t0 = 0, w = 0; t0 < nrows; t0 += W, w++) {
         uint64_t t1 = t0 + W < nrows ? t0 + W : nrows;
         int b = (int)(w & 1);
@@ -234,6 +236,7 @@ static int rb_chain(rb *r, uint64_t nrows, int rc)
                     rc = rc ? rc : crpm_mpi_fail(mrc, "level 3: MPI_Isend");
                 }
                 *r->sent += got;
+                crpm_progress_tick(got);
             }
         }
     }
@@ -272,6 +275,7 @@ static int rb_post(rb *r, int phase, uint64_t t)
 static int rb_collect(rb *r, int phase, uint64_t nrows, int rc)
 {
     int k = r->s->k;
+    crpm_progress_total(nrows * (uint64_t)k * r->seg);
     for (uint64_t t = 0; t < nrows && t < LOST_ROWS; t++) {
         int lrc = rb_post(r, phase, t);
         rc = rc ? rc : lrc;
@@ -289,6 +293,7 @@ static int rb_collect(rb *r, int phase, uint64_t nrows, int rc)
             /* no source defined bytes there: the code has zeros */
             if (got < want)
                 memset(dst + got, 0, want - got);
+            crpm_progress_tick(want);
         }
         if (t + LOST_ROWS < nrows) {
             int lrc = rb_post(r, phase, t + LOST_ROWS);
@@ -597,7 +602,10 @@ int l3_rebuild(crpm_level *lv, const int64_t *lost, const int64_t *usable, l3_im
     r.maxrows = rows_of((uint64_t)v[1], k);
     r.bound = r.maxrows * (uint64_t)k;
     double t0 = crpm_now();
+    crpm_progress pg; /* rank 0 prints it at verbosity 2 (progress.h) */
+    crpm_progress_begin(&pg, CRPM_PG_L3, "L3 rebuild", 0, me);
     rc = rb_phases(&r, me, rc);
+    crpm_progress_end(&pg);
     /* ranks done early wait for the slowest without holding a core */
     int mrc = crpm_mpi_idle_barrier(r.comm);
     if (mrc != MPI_SUCCESS)

@@ -7,6 +7,7 @@
 #include "error.h"
 #include "mpi_error.h"
 #include "redist.h"
+#include "progress.h"
 
 #define TAG_RUNS 7391
 
@@ -299,7 +300,7 @@ int crpm_redistribute(MPI_Comm comm, const crpm_rd_box *src, int nsrc, const crp
             rc = crpm_error(CRPM_ERR_INVAL, "redistribution: destination %d is malformed", i);
     /* the largest round decides the buffers, allocated once: no round can
      * fail halfway for memory, so the rounds need no agreement of their own */
-    uint64_t wmax = 0, smax = 0, rmax = 0;
+    uint64_t wmax = 0, smax = 0, rmax = 0, rtot = 0;
     for (int r = 0; rc == 0 && r < size; r++)
         cursor_skip(&b.cur[r], src, nsrc, r);
     while (rc == 0 && next_windows(src, nsrc, size, &b)) {
@@ -308,6 +309,7 @@ int crpm_redistribute(MPI_Comm comm, const crpm_rd_box *src, int nsrc, const crp
         wmax = wb > wmax ? wb : wmax;
         smax = st > smax ? st : smax;
         rmax = rt > rmax ? rt : rmax;
+        rtot += rt;
         for (int r = 0; r < size; r++)
             if (b.scount[r] > INT_MAX || b.rcount[r] > INT_MAX)
                 rc = crpm_error(CRPM_ERR_RANGE, "redistribution: more than %d bytes in one message: smaller windows",
@@ -325,10 +327,15 @@ int crpm_redistribute(MPI_Comm comm, const crpm_rd_box *src, int nsrc, const crp
     for (int r = 0; rc == 0 && r < size; r++)
         cursor_skip(&b.cur[r], src, nsrc, r);
     int lrc = CRPM_SUCCESS;
+    crpm_progress pg; /* rank 0 prints it at verbosity 2 (progress.h) */
+    crpm_progress_begin(&pg, CRPM_PG_RESHAPE, "reshape", rtot, me);
     while (rc == 0 && next_windows(src, nsrc, size, &b)) {
+        uint64_t before = *received;
         int orc = one_round(comm, me, size, src, dst, ndst, ptrs, rd, arg, &b, sent, received);
         lrc = lrc ? lrc : orc;
+        crpm_progress_tick(*received - before);
     }
+    crpm_progress_end(&pg);
     if (rc == 0)
         rc = rd_agree(comm, lrc);
     free(b.win);

@@ -14,6 +14,7 @@
 #include "level_table.h"
 #include "mpi_wait.h"
 #include "schedule.h" /* crpm_fmt_secs */
+#include "runlog.h"
 #include "testhook.h"
 
 /* One hand-off: a checkpoint whose followers drain in the background. */
@@ -272,7 +273,9 @@ static int drain(crpm_bg *b, const bg_job *j)
     }
     /* the followers that do not read arrays get none: nothing here may
      * touch the application's memory */
+    double t_run = crpm_now();
     rc = run_followers(b, j, copies, copies ? n : 0, rc);
+    crpm_runlog_drain(ctx, b->comm, j->id, j->level, rc, &b->st, crpm_now() - t_run, crpm_now() - j->t_post);
     free_copies(view, copies, refs, n);
     bg_release(b, 1);
     if (rc == 0) {

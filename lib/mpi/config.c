@@ -33,6 +33,7 @@ enum key_id {
     K_HEAP_BASE, /* persistent heap (docs/heap.md) */
     K_DEVICE_MODE, /* GPU arrays (docs/gpu.md) */
     K_THREADS,   /* the engine's workers (docs/threads.md) */
+    K_LOG_FILE,  /* the run log (docs/tools.md) */
     K_COUNT
 };
 
@@ -72,6 +73,7 @@ static const struct key_desc {
     [K_HEAP_BASE] = {"advanced", "heap_base"},
     [K_DEVICE_MODE] = {"advanced", "device_mode"},
     [K_THREADS] = {"advanced", "threads"},
+    [K_LOG_FILE] = {"advanced", "log_file"},
 };
 
 typedef struct parse_ctx {
@@ -392,6 +394,10 @@ static int set_advanced(crpm_config *cfg, int k, const char *value, const char *
         else
             ok = 0;
         *want = "diff, fingerprint or full";
+        break;
+    case K_LOG_FILE: /* the run log (mpi/runlog.c): empty is off; relative is in ckpt_dir */
+        ok = set_path(cfg->log_file, value) == 0;
+        *want = "a file name or path";
         break;
     case K_CHANGE_TRACKING:
         if (strcmp(value, "compare") == 0)

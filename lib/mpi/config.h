@@ -48,6 +48,7 @@ typedef struct crpm_config {
     uint64_t heap_base;                 /* persistent heap: its fixed address */
     int device_mode;                    /* GPU arrays: CRPM_DEVICE_DIFF, _FINGERPRINT or _FULL (docs/gpu.md) */
     int threads;                        /* the engine's workers per rank; 0 = auto (docs/threads.md) */
+    char log_file[CRPM_PATH_MAX];       /* the run log (mpi/runlog.h); "" = off */
 } crpm_config;
 
 #define CRPM_THREADS_MAX 1024

@@ -80,6 +80,7 @@ typedef struct crpm_ctx {
     crpm_stop stop;            /* reasons to stop before the scheduler does (stop.c) */
 
     crpm_stats_t last, total;
+    struct crpm_runlog *runlog; /* [advanced] log_file (runlog.h); NULL: off */
 
     /* the engine's workers ([advanced] threads; api_team.c) */
     struct crpm_pool *pool;

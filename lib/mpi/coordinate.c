@@ -9,6 +9,7 @@
 #include "decide.h"
 #include "error.h"
 #include "level_table.h"
+#include "runlog.h"
 
 #define FOR_OPEN(ctx, f) \
     for (crpm_follower *f = (ctx)->fol; f < (ctx)->fol + (ctx)->nfol; f++) \
@@ -126,9 +127,12 @@ static int follow(crpm_ctx *ctx, crpm_follower *f, int id, crpm_stats_t *st)
 {
     char what[64];
     int done = 0;
+    double t = crpm_now();
+    uint64_t w0 = st->bytes_written, s0 = st->bytes_sent;
     snprintf(what, sizeof what, "crpm_checkpoint (level %d)", f->level);
     int wrc = f->lv.ops->write(&f->lv, ctx->arrays, ctx->narrays, id, st, &done);
     int rc = crpm_agree(ctx->comm, ctx->rank, crpm_coord_write_failed(wrc, id, f->level), what);
+    crpm_runlog_part(ctx, f->level, crpm_now() - t, st->bytes_written - w0, st->bytes_sent - s0);
     if (rc != 0 && f->row->stage == CRPM_STAGE_COMMIT && f->lv.ops->undo && f->lv.ops->undo(&f->lv) != 0)
         ctx->broken = 1;
     return rc;
@@ -138,6 +142,7 @@ int crpm_coord_checkpoint(crpm_ctx *ctx, int id, int level, int rc, crpm_stats_t
 {
     int committed = 0, async = crpm_bg_takes(ctx, level);
     *t_commit = 0;
+    double t = crpm_now();
     if (rc == 0) {
         ctx->ckpt_count++;
         /* the container records that the job has this level, so that a
@@ -147,7 +152,9 @@ int crpm_coord_checkpoint(crpm_ctx *ctx, int id, int level, int rc, crpm_stats_t
             crpm_container_note_levels(c, 1u << level);
         rc = ctx->primary.ops->write(&ctx->primary, ctx->arrays, ctx->narrays, id, st, &committed);
         rc = crpm_coord_write_failed(rc, id, CRPM_L1);
+        crpm_runlog_part(ctx, CRPM_RL_DATA, crpm_now() - t, st->bytes_written, st->bytes_sent);
     }
+    t = crpm_now();
     /* Checks, with the commit agreement, that all ranks passed the same id
      * and level; the reduction is the barrier "every rank has committed". */
     int64_t args[4] = {id, -(int64_t)id, level, -(int64_t)level};
@@ -157,6 +164,7 @@ int crpm_coord_checkpoint(crpm_ctx *ctx, int id, int level, int rc, crpm_stats_t
                         "(%lld..%lld)", (long long)args[0], (long long)-args[1], (long long)args[2],
                         (long long)-args[3]);
     double t_red = crpm_now();
+    crpm_runlog_part(ctx, CRPM_RL_AGREE, t_red - t, 0, 0);
     int evented = rc == 0;
     if (evented)
         tell(ctx, CRPM_EV_COMMITTED);

@@ -19,6 +19,7 @@
 #include "mpi_error.h"
 #include "reshape.h"
 #include "restart.h"
+#include "runlog.h"
 #include "testhook.h"
 
 typedef struct gathered {
@@ -370,6 +371,7 @@ int crpm_restart(crpm_ctx *ctx)
     }
     if (rc == 0)
         rc = crpm_coord_resync(ctx, v.kind == CRPM_V_L1, v.epoch);
+    crpm_runlog_restart(ctx, rc); /* the run log's line: which level brought each rank back (runlog.h) */
     crpm_container_close(g.c);
     crpm_coord_plan_free(ctx);
     free(g.all);

@@ -4,6 +4,7 @@
 #include "agree.h"
 #include "clock.h"
 #include "crpm_types.h"
+#include "runlog.h"
 #include "schedule.h"
 
 void crpm_fmt_secs(char *buf, size_t n, double s)
@@ -74,6 +75,7 @@ int crpm_schedule_taken(crpm_ctx *ctx, int level)
         if (!(l == 0 ? ctx->cfg.ckpt_interval_auto : ctx->cfg.ckpt_interval_l4_auto && level == CRPM_L4))
             continue;
         double iv = crpm_interval_update(&ctx->auto_iv[l], cmax[l]);
+        crpm_runlog_interval(ctx, l ? 4 : 1, cmax[l], &ctx->auto_iv[l]);
         if (l == 1)
             ctx->last_l4_time = crpm_now();
         /* Printed when it moved by more than 10 %, not at every checkpoint. */

@@ -18,6 +18,7 @@
 #include "error.h"
 #include "fsutil.h"
 #include "schedule.h" /* crpm_fmt_secs */
+#include "runlog.h"
 #include "stop.h"
 
 /* How often, in seconds of the application's calls, crpm_snapshot checks
@@ -359,6 +360,7 @@ static void decide(crpm_ctx *ctx, const double *v, int *measure)
     /* The same inputs on every rank give the same count. */
     s->every = s->step_s > 0 ? (long)fmin(fmax(floor(POLL_PERIOD_S / s->step_s), 1), 1e6) : 1;
     int reason = (v[V_SIGNAL] > 0 ? CRPM_STOP_SIGNAL : 0) | (v[V_HALT] > 0 ? CRPM_STOP_HALT : 0);
+    double left_log = -1, margin_log = -1; /* for the run log */
     /* The earliest end (the largest overdue time) of any rank and source. */
     int src = 0;
     for (int k = 1; k < END_N; k++)
@@ -379,6 +381,8 @@ static void decide(crpm_ctx *ctx, const double *v, int *measure)
             next = fmax(next, s->gap[k]);
         double margin = ctx->cfg.end_time_safety * cost + next;
         log_margin(ctx, left, margin, cost, level, next);
+        left_log = left;
+        margin_log = margin;
         if (!s->first_left)
             s->first_left = left;
         if (left <= margin)
@@ -389,7 +393,10 @@ static void decide(crpm_ctx *ctx, const double *v, int *measure)
         else if (measure && v[V_COST + level] <= 0 && left <= 0.5 * s->first_left)
             *measure = 1;
     }
+    int was = s->reason;
     s->reason = reason;
+    if (reason && !was)
+        crpm_runlog_stop(ctx, reason, left_log, margin_log);
     if (reason && ctx->rank == 0 && ctx->cfg.verbosity >= 1) {
         char why[256];
         crpm_stop_reason_text(ctx, why, sizeof why);

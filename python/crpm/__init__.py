@@ -219,6 +219,45 @@ def stats():
     return StatsPair(*(Stats(*(getattr(s, f) for f in Stats._fields)) for s in (last, total)))
 
 
+Progress = collections.namedtuple("Progress", ["what", "done", "total", "rate", "seconds_left"])
+Progress.__doc__ = ("set_progress(): one report of long work (a restart's level-2 restore or level-3 rebuild, "
+                    "a restart on another number of ranks); bytes of this rank, rate in bytes per second, "
+                    "seconds_left None when unknown; done == total at the end.")
+#: the C callback of set_progress (kept alive while the library may call it)
+_progress_cb = None
+
+
+def set_progress(fn=None, every=-1.0, log=None):
+    """Reports progress of long work on this rank (crpm_set_progress(3)):
+    fn(Progress) at most every `every` seconds (0: at every step; < 0: the
+    library's default, 3 s) and once at the end; log (a logging.Logger)
+    gets the same as info lines.  Callable before init; set_progress()
+    turns it off.  An exception in fn is printed, not raised (the library
+    is in the middle of a collective step)."""
+    global _progress_cb
+    if fn is None and log is None:
+        check(_C.crpm_set_progress(None, None, 0.0), "crpm_set_progress")
+        _progress_cb = None
+        return
+
+    def call(what, done, total, rate, left, user):
+        p = Progress(_lib.text(what), int(done), int(total), float(rate), None if left < 0 else float(left))
+        try:
+            if fn is not None:
+                fn(p)
+            if log is not None:
+                log.info("crpm: %s: %d of %d bytes, %.3g bytes/s%s", p.what, p.done, p.total, p.rate,
+                         "" if p.seconds_left is None else ", %.1f s left" % p.seconds_left)
+        except Exception:  # noqa: BLE001 - must not unwind through C
+            import traceback
+            traceback.print_exc()
+
+    cb = _lib.ProgressFn(call)
+    check(_C.crpm_set_progress(_lib.ctypes.cast(cb, _lib.ctypes.c_void_p), None, float(every)),
+          "crpm_set_progress")
+    _progress_cb = cb
+
+
 def strerror(code):
     """crpm_strerror(code)."""
     return _lib.text(_C.crpm_strerror(_int32(code, "code")))

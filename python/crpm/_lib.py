@@ -70,9 +70,15 @@ _SIGNATURES = {
     "crpm_wait": (ctypes.c_int, []),
     "crpm_test": (ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),
     "crpm_get_stats": (ctypes.c_int, [ctypes.POINTER(StatsT), ctypes.POINTER(StatsT)]),
+    "crpm_set_progress": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double]),
     "crpm_strerror": (ctypes.c_char_p, [ctypes.c_int]),
     "crpm_last_error": (ctypes.c_char_p, []),
 }
+
+
+#: crpm_progress_fn: what, done, total, rate, seconds_left, user.
+ProgressFn = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_double,
+                              ctypes.c_double, ctypes.c_void_p)
 
 
 def declare(signatures):
