@@ -66,7 +66,7 @@ void crpm_reshape_free(crpm_ctx *ctx);
  * when a reshaped restart applies it prepares it (ctx->source, ctx->status,
  * ctx->last_id) and turns *v into CRPM_V_FRESH, so restart.c creates this
  * job's containers; otherwise *v is left alone.  l4_path: the file of a
- * CRPM_V_L4 verdict.  An error (agreed) leaves every file as it was. */
+ * CRPM_V_FOUND verdict.  An error (agreed) leaves every file as it was. */
 int crpm_reshape_restart(crpm_ctx *ctx, crpm_verdict *v, const char *l4_path);
 
 /* Every rank committed a checkpoint at `level`: the kept older generation
