@@ -302,8 +302,10 @@ crpm_verdict crpm_decide_restart(const crpm_restart_facts *f)
             v.code = CRPM_ERR_CORRUPT;
             return v;
         }
-        if (v.l1 == CRPM_L1S_USABLE || v.l1 == CRPM_L1S_FRESH)
-            v.l1 = CRPM_L1S_EPOCH; /* the containers agree but cannot serve (rejected), or only copies hold data */
+        if (v.l1 == CRPM_L1S_USABLE)
+            v.l1 = CRPM_L1S_EPOCH; /* the containers agree but cannot serve (rejected) */
+        else if (v.l1 == CRPM_L1S_FRESH)
+            v.l1 = CRPM_L1S_MISSING; /* no container holds data, but some level does */
     }
     if (v.kind == CRPM_V_ERROR) {
         v.code = v.l1 == CRPM_L1S_NRANKS    ? CRPM_ERR_NRANKS
