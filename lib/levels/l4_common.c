@@ -292,6 +292,10 @@ int l4_put_root(hid_t f, const l4_root *r)
         l4_put_attr(f, "sequence", H5T_NATIVE_UINT64, &r->seq) < 0 ||
         l4_put_str_attr(f, "checksum", "zlib crc32 of each dataset's stored bytes (attribute crc32)") < 0)
         return -1;
+    /* the run identity: a restart compares a file's epoch with the containers' only within one run */
+    if (r->has_run && (l4_put_attr(f, "run_id0", H5T_NATIVE_UINT64, &r->run[0]) < 0 ||
+                       l4_put_attr(f, "run_id1", H5T_NATIVE_UINT64, &r->run[1]) < 0))
+        return -1;
     return 0;
 }
 
@@ -311,6 +315,8 @@ int l4_get_root(hid_t f, const char *where, l4_root *r)
         return l4_h5_fail("%s: missing or unreadable root attribute", where);
     if (r->nranks <= 0)
         return crpm_error(CRPM_ERR_CORRUPT, "%s: invalid rank count %d", where, (int)r->nranks);
+    r->has_run = l4_get_attr(f, "run_id0", H5T_NATIVE_UINT64, &r->run[0]) == 0 &&
+                 l4_get_attr(f, "run_id1", H5T_NATIVE_UINT64, &r->run[1]) == 0;
     return CRPM_SUCCESS;
 }
 

@@ -49,6 +49,8 @@ typedef struct l4_root {
     int32_t format, ckpt_id, nranks;
     uint64_t epoch, seq;
     char job[256];
+    uint64_t run[2];           /* the run of the job that wrote it (has_run: recorded; older files lack it) */
+    int has_run;
 } l4_root;
 
 typedef struct l4_saved {

@@ -103,6 +103,8 @@ typedef struct crpm_found {
     int found;                 /* a checkpoint every rank can read ... */
     int damaged;               /* ... or only damaged ones */
     int64_t epoch, id;         /* found: its job epoch and checkpoint id */
+    int has_run;               /* found: it records the run that wrote it ... */
+    int64_t run[2];            /* ... this one (the epochs of different runs cannot be compared) */
     char where[CRPM_PATH_MAX]; /* found: for messages */
     char why[512];             /* not found: why, for the error that names it */
 } crpm_found;

@@ -55,9 +55,10 @@ int crpm_l4_write_global(MPI_Comm comm, const char *glbl_dir, const char *job, i
 }
 
 int crpm_l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, char *path, size_t pathlen,
-                        int *ckpt_id, uint64_t *epoch)
+                        int *ckpt_id, uint64_t *epoch, uint64_t run[2], int *has_run)
 {
     (void)comm; (void)glbl_dir; (void)job; (void)path; (void)pathlen; (void)ckpt_id; (void)epoch;
+    (void)run; (void)has_run;
     return l4_notsup();
 }
 
@@ -337,6 +338,10 @@ static int l4_write(MPI_Comm comm, const char *glbl_dir, const char *job, int ck
 
     l4_root root = { .format = CRPM_L4_FORMAT, .ckpt_id = ckpt_id, .nranks = size, .epoch = epoch, .seq = seq };
     snprintf(root.job, sizeof root.job, "%s", job);
+    if (glob && glob->run_id) {
+        memcpy(root.run, glob->run_id, sizeof root.run);
+        root.has_run = 1;
+    }
     rc = write_contents(comm, tmp, &root, all, cnt, displ, total, nown, own, boxes);
     if (rc == CRPM_SUCCESS && glob)
         rc = crpm_l4g_write(comm, tmp, lay, nregions, regions, glob->run_id, glob->time_ns);
@@ -423,7 +428,7 @@ static int open_and_check(MPI_Comm comm, const char *path, const char *job, int 
 }
 
 static int l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, char *path, size_t pathlen,
-                          int *ckpt_id, uint64_t *epoch)
+                          int *ckpt_id, uint64_t *epoch, uint64_t run[2], int *has_run)
 {
     int rank = 0, size = 0;
     MPI_Comm_rank(comm, &rank);
@@ -496,6 +501,10 @@ static int l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, 
                 *ckpt_id = root.ckpt_id;
             if (epoch)
                 *epoch = root.epoch;
+            if (run && has_run) {
+                memcpy(run, root.run, sizeof root.run);
+                *has_run = root.has_run;
+            }
             found = 1;
             break;
         }
@@ -519,11 +528,11 @@ static int l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, 
 }
 
 int crpm_l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, char *path, size_t pathlen,
-                        int *ckpt_id, uint64_t *epoch)
+                        int *ckpt_id, uint64_t *epoch, uint64_t run[2], int *has_run)
 {
     l4_quiet q;
     l4_quiet_begin(&q);
-    int rc = l4_find_latest(comm, glbl_dir, job, path, pathlen, ckpt_id, epoch);
+    int rc = l4_find_latest(comm, glbl_dir, job, path, pathlen, ckpt_id, epoch, run, has_run);
     l4_quiet_end(&q);
     return rc;
 }

@@ -53,11 +53,12 @@ int crpm_l4_write_global(MPI_Comm comm, const char *glbl_dir, const char *job, i
                          int nregions, const crpm_array *regions, int keep, const crpm_l4_global *g);
 
 /* Collective; newest valid file (structure and every data checksum checked)
- * for this job and rank count; CRPM_ERR_NOCKPT if none, CRPM_ERR_CORRUPT if
+ * for this job and rank count, with the run that wrote it (*has_run 0: a
+ * file from before runs were recorded); CRPM_ERR_NOCKPT if none, CRPM_ERR_CORRUPT if
  * the job has files but none of them is valid.  Newer files that
  * fail the check are skipped with a warning on stderr (rank 0). */
 int crpm_l4_find_latest(MPI_Comm comm, const char *glbl_dir, const char *job, char *path, size_t pathlen,
-                        int *ckpt_id, uint64_t *epoch);
+                        int *ckpt_id, uint64_t *epoch, uint64_t run[2], int *has_run);
 
 /* Collective; reads this rank's datasets into regions[i].ptr; checks ids and
  * sizes (the saved set must equal the given set). */

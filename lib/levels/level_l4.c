@@ -84,10 +84,10 @@ static int l4_lookup(crpm_level *lv, crpm_found *f)
     s->restart_path[0] = '\0';
     if (!e->glbl_dir || !e->glbl_dir[0])
         return CRPM_SUCCESS;
-    int id = -1;
-    uint64_t epoch = 0;
+    int id = -1, has_run = 0;
+    uint64_t epoch = 0, run[2] = {0, 0};
     int rc = crpm_l4_find_latest(e->comm, e->glbl_dir, e->job_name, s->restart_path, sizeof s->restart_path, &id,
-                                 &epoch);
+                                 &epoch, run, &has_run);
     int64_t found[3] = {rc == 0, -(int64_t)(rc == 0), -(int64_t)(rc == CRPM_ERR_CORRUPT)};
     if (rc == CRPM_ERR_NOCKPT || rc == CRPM_ERR_CORRUPT) {
         snprintf(f->why, sizeof f->why, "%s", crpm_last_error());
@@ -99,6 +99,8 @@ static int l4_lookup(crpm_level *lv, crpm_found *f)
     f->found = rc == 0 && found[0];
     f->epoch = f->found ? (int64_t)epoch : -1;
     f->id = f->found ? id : -1;
+    f->has_run = f->found && has_run;
+    memcpy(f->run, run, sizeof f->run);
     f->damaged = rc == 0 && !found[0] && found[2] != 0;
     if (f->found)
         snprintf(f->where, sizeof f->where, "%s", s->restart_path);

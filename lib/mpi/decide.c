@@ -223,12 +223,21 @@ static int64_t search(const crpm_restart_facts *f, int64_t *want)
 }
 
 /* A checkpoint a level found of its own replaces the containers' epoch
- * only when it is newer and of this run: some rank committed its epoch
- * with its checkpoint id (a file of an earlier run may carry any epoch). */
+ * only when it is newer and of this run (a file of an earlier run may
+ * carry any epoch): it records the containers' run, or, for a file that
+ * records none, some rank committed its epoch with its checkpoint id. */
 static int found_newer(const crpm_restart_facts *f, int64_t epoch)
 {
     if (!f->found || f->found_epoch <= epoch)
         return 0;
+    if (f->found_has_run) {
+        for (int r = 0; r < f->nranks; r++) {
+            const int64_t *x = row(f, r);
+            if (described(x))
+                return x[CRPM_F_RUN0] == f->found_run[0] && x[CRPM_F_RUN1] == f->found_run[1];
+        }
+        return 0;
+    }
     for (int r = 0; r < f->nranks; r++) {
         const int64_t *x = row(f, r);
         if (described(x) && x[CRPM_F_EPOCH] == f->found_epoch && x[CRPM_F_UID] == f->found_id)

@@ -48,6 +48,8 @@ typedef struct crpm_restart_facts {
     int found;             /* ... and one holds a valid checkpoint */
     int found_damaged;     /* ... or only files of the job of which none is valid */
     int64_t found_epoch, found_id; /* found: the job epoch and checkpoint id of that checkpoint */
+    int found_has_run;     /* found: it records its run ... */
+    int64_t found_run[2];  /* ... this one */
 } crpm_restart_facts;
 
 enum crpm_verdict_kind {

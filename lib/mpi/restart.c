@@ -220,6 +220,8 @@ static int decide(crpm_ctx *ctx, gathered *g, crpm_verdict *v)
     g->f.found = rc == 0 && g->found.found;
     g->f.found_epoch = g->found.epoch;
     g->f.found_id = g->found.id;
+    g->f.found_has_run = g->found.has_run;
+    memcpy(g->f.found_run, g->found.run, sizeof g->f.found_run);
     g->f.found_damaged = rc == 0 && g->found.damaged;
     if (rc == 0)
         *v = crpm_decide_restart(&g->f);

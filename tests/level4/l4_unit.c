@@ -246,7 +246,7 @@ int main(int argc, char **argv)
     uint64_t epoch = 0;
 
     /* 1. Nothing there yet. */
-    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, job, path, sizeof path, &id, &epoch);
+    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, job, path, sizeof path, &id, &epoch, NULL, NULL);
     CHECK(rc == CRPM_ERR_NOCKPT, "find on empty dir: %d", rc);
 
     /* 2. Three checkpoints with keep = 2: the oldest is pruned. */
@@ -260,7 +260,7 @@ int main(int argc, char **argv)
     CHECK(!exists(dir, ".l4-30.h5.tmp"), "temporary file left");
 
     /* 3. Newest found and read back exactly. */
-    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, job, path, sizeof path, &id, &epoch);
+    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, job, path, sizeof path, &id, &epoch, NULL, NULL);
     CHECK(rc == CRPM_SUCCESS && id == 30 && epoch == 3 && strstr(path, "/l4-30.h5"), "find newest: rc %d id %d",
           rc, id);
     state_clear(&s);
@@ -316,7 +316,7 @@ int main(int argc, char **argv)
         printf("corrupt-read message on rank 0: %s\n", crpm_last_error());
     CHECK(crpm_l4_verify_file(p30, NULL) == CRPM_ERR_CORRUPT, "verify_file on corrupt file");
     CHECK(crpm_l4_verify_file(p20, NULL) == CRPM_SUCCESS, "verify_file on good file: %s", crpm_last_error());
-    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, job, path, sizeof path, &id, &epoch);
+    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, job, path, sizeof path, &id, &epoch, NULL, NULL);
     CHECK(rc == CRPM_SUCCESS && id == 20 && epoch == 2, "fallback to l4-20: rc %d id %d", rc, id);
     state_clear(&s);
     rc = crpm_l4_read(MPI_COMM_WORLD, path, s.nreg, s.reg);
@@ -337,14 +337,14 @@ int main(int argc, char **argv)
     CHECK(exists(dir, "l4-5.h5") && exists(dir, "l4-30.h5") && !exists(dir, "l4-20.h5") &&
               !exists(dir, ".l4-99.h5.tmp"),
           "pruning after id 5");
-    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, job, path, sizeof path, &id, &epoch);
+    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, job, path, sizeof path, &id, &epoch, NULL, NULL);
     CHECK(rc == CRPM_SUCCESS && id == 5 && epoch == 1, "newest by sequence: rc %d id %d", rc, id);
 
     /* 10. Other rank counts: skipped by find, refused by read. */
     MPI_Comm sub;
     MPI_Comm_split(MPI_COMM_WORLD, g_rank < g_size - 1 ? 0 : MPI_UNDEFINED, g_rank, &sub);
     if (sub != MPI_COMM_NULL) {
-        rc = crpm_l4_find_latest(sub, base, job, path, sizeof path, &id, &epoch);
+        rc = crpm_l4_find_latest(sub, base, job, path, sizeof path, &id, &epoch, NULL, NULL);
         CHECK(rc == CRPM_ERR_NOCKPT && strstr(crpm_last_error(), "another rank count"), "find with fewer ranks: %d",
               rc);
         char p5[4200];
@@ -354,7 +354,7 @@ int main(int argc, char **argv)
         MPI_Comm_free(&sub);
     }
     /* Another job's directory is separate. */
-    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, "otherjob", path, sizeof path, &id, &epoch);
+    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, "otherjob", path, sizeof path, &id, &epoch, NULL, NULL);
     CHECK(rc == CRPM_ERR_NOCKPT, "other job: %d", rc);
 
     /* 11. Truncated newest + corrupt next: no valid checkpoint, clear error. */
@@ -365,7 +365,7 @@ int main(int argc, char **argv)
         CHECK(stat(p5, &st) == 0 && truncate(p5, st.st_size / 2) == 0, "truncate");
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, job, path, sizeof path, &id, &epoch);
+    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, job, path, sizeof path, &id, &epoch, NULL, NULL);
     CHECK(rc == CRPM_ERR_CORRUPT && strstr(crpm_last_error(), "no valid checkpoint"), "all invalid: %d", rc);
     if (g_rank == 0)
         printf("no-valid message: %s\n", crpm_last_error());
@@ -381,7 +381,7 @@ int main(int argc, char **argv)
     int n6 = g_rank == 1 ? 0 : s.nreg;
     rc = crpm_l4_write(MPI_COMM_WORLD, base, job, 6, 7, n6, s.reg, 1);
     CHECK(rc == CRPM_SUCCESS, "write with an empty rank: %d", rc);
-    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, job, path, sizeof path, &id, &epoch);
+    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, job, path, sizeof path, &id, &epoch, NULL, NULL);
     CHECK(rc == CRPM_SUCCESS && id == 6 && epoch == 7, "find after junk: %d id %d", rc, id);
     state_clear(&s);
     rc = crpm_l4_read(MPI_COMM_WORLD, path, n6, s.reg);
@@ -403,7 +403,7 @@ int main(int argc, char **argv)
           "damaged dataset header: %d", rc);
     if (g_rank == 0)
         printf("damaged-header message: %s\n", crpm_last_error());
-    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, job, path, sizeof path, &id, &epoch);
+    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, job, path, sizeof path, &id, &epoch, NULL, NULL);
     CHECK(rc == CRPM_SUCCESS && id == 6, "find skips the damaged header: %d id %d", rc, id);
 
     /* 13. Serial export by rank 0 of every rank's state, then restart from
@@ -443,7 +443,7 @@ int main(int argc, char **argv)
         free(ent);
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, "exported", path, sizeof path, &id, &epoch);
+    rc = crpm_l4_find_latest(MPI_COMM_WORLD, base, "exported", path, sizeof path, &id, &epoch, NULL, NULL);
     CHECK(rc == CRPM_SUCCESS && id == 8 && epoch == 80, "find exported: %d", rc);
     state_clear(&s);
     rc = crpm_l4_read(MPI_COMM_WORLD, path, s.nreg, s.reg);

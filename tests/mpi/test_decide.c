@@ -222,6 +222,7 @@ typedef struct scase {
     int64_t epoch;
     const char *repairs;  /* expected sources per rank: "1" own, "2" level 2, "3" level 3, e.g. "1131" */
     const char *text;     /* error text must contain it */
+    int found_run;        /* the level's checkpoint records run {found_run, 0} (0: records none) */
 } scase;
 
 static void source_cases(void)
@@ -290,6 +291,14 @@ static void source_cases(void)
          {intact(3, 15), open_error(CRPM_ERR_GEOMETRY), intact(3, 15), intact(3, 15)},
          {CP(3, 1), CP(3, 1), CP(3, 1), CP(3, 1)}, {PAR_NONE, PAR_NONE, PAR_NONE, PAR_NONE}, 1, 0, 0, 0, 0,
          CRPM_V_ERROR, 0, "0000", NULL},
+        {"a level-4 file of this run, newer than what the copies bring back, wins", 4,
+         {intact(6, 60), damaged(6, 1), no_prev(intact(6, 60)), intact(6, 60)},
+         {CP(2, 1), CP(2, 1), CP(2, 1), CP(2, 1)}, {PAR_NONE, PAR_NONE, PAR_NONE, PAR_NONE}, 1, 0, 1, 4, 4,
+         CRPM_V_FOUND, 0, "0000", NULL, 7},
+        {"... one that records another run does not", 4,
+         {intact(6, 60), damaged(6, 1), no_prev(intact(6, 60)), intact(6, 60)},
+         {CP(2, 1), CP(2, 1), CP(2, 1), CP(2, 1)}, {PAR_NONE, PAR_NONE, PAR_NONE, PAR_NONE}, 1, 0, 1, 4, 4,
+         CRPM_V_L1, 2, "2222", NULL, 9},
         {"copies only, every container lost: the copies' newest common epoch", 4, {lost(), lost(), lost(), lost()},
          {CP(3, 1), CP(4, 1), CP(3, 0), CP(3, 1)}, {PAR_NONE, PAR_NONE, PAR_NONE, PAR_NONE}, 1, 0, 0, 0, 0,
          CRPM_V_L1, 3, "2222", NULL},
@@ -336,6 +345,8 @@ static void source_cases(void)
             f.found = t->found;
             f.found_epoch = t->found_epoch;
             f.found_id = t->found_id;
+            f.found_has_run = t->found_run != 0;
+            f.found_run[0] = t->found_run;
             v = crpm_decide_restart(&f);
         }
         char got[NR + 1] = "";
