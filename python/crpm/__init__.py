@@ -215,8 +215,16 @@ def finalize():
 def stats():
     """StatsPair(last, total) of this rank's checkpoints."""
     last, total = _lib.StatsT(), _lib.StatsT()
-    check(_C.crpm_get_stats(_lib.ctypes.byref(last), _lib.ctypes.byref(total)), "crpm_get_stats")
+    check(_C.crpm_get_stats_sized(_lib.ctypes.byref(last), _lib.ctypes.byref(total),
+                                  _lib.ctypes.sizeof(_lib.StatsT)), "crpm_get_stats")
     return StatsPair(*(Stats(*(getattr(s, f) for f in Stats._fields)) for s in (last, total)))
+
+
+def version():
+    """(major, minor, patch) of the loaded libcrpm (crpm_version); any time."""
+    v = [_lib.ctypes.c_int() for _ in range(3)]
+    _C.crpm_version(*(_lib.ctypes.byref(x) for x in v))
+    return tuple(x.value for x in v)
 
 
 def strerror(code):
