@@ -3,7 +3,7 @@
 
   scripts/dead_functions.py [SOURCE_DIR]
 
-A function defined in a .c or .cu file of lib/ is listed when its name
+A function defined in a .c, .cu or .h file of lib/ is listed when its name
 occurs in no code of lib/, include/, fortran/, python/, apps/, tests/,
 bench/ or scripts/ other than its own definition and declarations
 (comments aside).  A candidate is judged, not removed blindly: the public
@@ -28,7 +28,7 @@ for top in ("lib", "include", "fortran", "python", "apps", "tests", "bench", "sc
                 srcs[p] = t
 defs = {}
 for p, s in srcs.items():
-    if not p.startswith(os.path.join(root, "lib")) or not p.endswith((".c", ".cu")):
+    if not p.startswith(os.path.join(root, "lib")) or not p.endswith((".c", ".cu", ".h")):
         continue
     for m in re.finditer(r"^[A-Za-z_][\w \*\(]*?\b([A-Za-z_]\w*)\)?\s*\(", s, re.M):
         line_end = s.find("\n", m.start())
