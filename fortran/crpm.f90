@@ -132,7 +132,8 @@ module crpm
        crpm_checkpoint, crpm_snapshot, crpm_should_exit, crpm_finalize, crpm_wait, crpm_test, crpm_strerror, &
        crpm_last_error, crpm_get_stats, crpm_define_global, crpm_add_subset, crpm_protect_replicated, &
        crpm_global_dims, crpm_malloc, crpm_calloc, crpm_realloc, crpm_free, crpm_set_root, &
-       crpm_get_root, crpm_heap_used, crpm_checkpoint_team, crpm_recover_team, crpm_team_begin, crpm_team_end
+       crpm_get_root, crpm_heap_used, crpm_checkpoint_team, crpm_recover_team, crpm_team_begin, crpm_team_end, &
+       crpm_version
 
   !> p = crpm_malloc(bytes): bytes of any integer kind; c_null_ptr on failure
   !> (crpm_last_error says why).
@@ -307,11 +308,20 @@ module crpm
        type(c_ptr) :: p
      end function c_last_error
 
-     function c_get_stats(last, total) bind(C, name='crpm_get_stats') result(rc)
-       import :: c_int, crpm_stats_t
+     ! The sized form: the library fills exactly this module's crpm_stats_t,
+     ! whether it knows more fields or fewer.
+     function c_get_stats(last, total, size) bind(C, name='crpm_get_stats_sized') result(rc)
+       import :: c_int, c_size_t, crpm_stats_t
        type(crpm_stats_t), intent(out) :: last, total
+       integer(c_size_t), value :: size
        integer(c_int) :: rc
      end function c_get_stats
+
+     function c_version(major, minor, patch) bind(C, name='crpm_version') result(p)
+       import :: c_int, c_ptr
+       integer(c_int), intent(out) :: major, minor, patch
+       type(c_ptr) :: p
+     end function c_version
 
      function c_malloc(n) bind(C, name='crpm_malloc') result(p)
        import :: c_size_t, c_ptr
@@ -454,8 +464,19 @@ contains
   subroutine crpm_get_stats(last, total, ierr)
     type(crpm_stats_t), intent(out) :: last, total
     integer, intent(out) :: ierr
-    ierr = track(c_get_stats(last, total))
+    ierr = track(c_get_stats(last, total, c_sizeof(last)))
   end subroutine crpm_get_stats
+
+  !> The library's version at run time (the C header's CRPM_VERSION_*).
+  subroutine crpm_version(major, minor, patch)
+    integer, intent(out) :: major, minor, patch
+    integer(c_int) :: ma, mi, pa
+    type(c_ptr) :: p
+    p = c_version(ma, mi, pa)
+    major = ma
+    minor = mi
+    patch = pa
+  end subroutine crpm_version
 
   function crpm_strerror(code) result(msg)
     integer, intent(in) :: code

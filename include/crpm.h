@@ -317,8 +317,8 @@ CRPM_API size_t crpm_heap_used(void);
  *   collective call.  Arrays must not be written while a checkpoint reads
  *   them (or read while crpm_recover writes them): a checkpoint saves what
  *   the arrays hold during the call.
- * - crpm_strerror and crpm_last_error are per thread; the heap's calls are
- *   described above.
+ * - crpm_strerror and crpm_last_error are per thread; crpm_version may be
+ *   called at any time; the heap's calls are described above.
  * - MPI thread level: the thread that makes collective calls calls MPI, so
  *   it needs MPI_THREAD_FUNNELED when it is the thread that initialised MPI
  *   (OpenMP `master`), MPI_THREAD_SERIALIZED otherwise (`single`, or a team

@@ -110,6 +110,13 @@ CRPM_API const char *crpm_strerror(int code);
 /* Detailed message of this rank's most recent error ("" if none). */
 CRPM_API const char *crpm_last_error(void);
 
+/* The library's version at run time, "MAJOR.MINOR.PATCH" (static, never
+ * NULL); fills each of major, minor, patch that is not NULL.  The
+ * CRPM_VERSION_* macros (crpm_version.h) are the version compiled against:
+ * a program may refuse a library of another major version.  Any thread, at
+ * any time (no crpm_init needed). */
+CRPM_API const char *crpm_version(int *major, int *minor, int *patch);
+
 /* Statistics of this rank's checkpoints. */
 typedef struct crpm_stats {
     uint64_t checkpoints;      /* number of checkpoints taken */
@@ -123,8 +130,18 @@ typedef struct crpm_stats {
 } crpm_stats_t;
 
 /* last: the most recent checkpoint; total: since init.  Either may be NULL.
- * Errors: CRPM_ERR_STATE (before init). */
-CRPM_API int crpm_get_stats(crpm_stats_t *last, crpm_stats_t *total);
+ * Errors: CRPM_ERR_STATE (before init).
+ *
+ * crpm_stats_t may gain fields at the end in a minor version.  The macro
+ * passes the caller's sizeof(crpm_stats_t), so a program fills exactly the
+ * struct it was compiled with: fields the library does not know are zeroed,
+ * fields the program does not know are not written.  size must hold at least
+ * the fields of version 2.0 (64 bytes); CRPM_ERR_INVAL otherwise.  The
+ * function crpm_get_stats (reached as `(crpm_get_stats)(...)`, and by
+ * programs built against 2.0.0) fills the 2.0 fields only. */
+CRPM_API int crpm_get_stats_sized(crpm_stats_t *last, crpm_stats_t *total, size_t size);
+CRPM_API int(crpm_get_stats)(crpm_stats_t *last, crpm_stats_t *total);
+#define crpm_get_stats(last, total) crpm_get_stats_sized((last), (total), sizeof(crpm_stats_t))
 
 /* Progress of long work: a restart's level-2 restore ("L2 sync", also a
  * partner copy's whole-file sync at a checkpoint), level-3 rebuild ("L3

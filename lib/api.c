@@ -817,15 +817,33 @@ int crpm_test(int *done)
     return rc ? report(rc, fn) : CRPM_SUCCESS;
 }
 
-int crpm_get_stats(crpm_stats_t *last, crpm_stats_t *total)
+/* The bytes of crpm_stats_t in version 2.0 (through bytes_sent): the least a
+ * caller's struct holds, and all that programs built against 2.0.0 have. */
+#define STATS_SIZE_2_0 (offsetof(crpm_stats_t, bytes_sent) + sizeof(uint64_t))
+_Static_assert(STATS_SIZE_2_0 == 64, "crpm_stats_t's 2.0 fields moved: that breaks the ABI");
+
+/* Fills size bytes at out: the fields both sides know, zeros for those only
+ * the caller's (newer) struct has. */
+static void stats_out(void *out, const crpm_stats_t *st, size_t size)
 {
-    CRPM_GUARD("crpm_get_stats", 0);
+    size_t n = size < sizeof *st ? size : sizeof *st;
+    memcpy(out, st, n);
+    memset((char *)out + n, 0, size - n);
+}
+
+int crpm_get_stats_sized(crpm_stats_t *last, crpm_stats_t *total, size_t size)
+{
+    static const char fn[] = "crpm_get_stats";
+    CRPM_GUARD(fn, 0);
+    if (size < STATS_SIZE_2_0)
+        return report(crpm_error(CRPM_ERR_INVAL, "%s: the statistics struct has %zu bytes, less than the %zu of "
+                                 "crpm_stats_t 2.0", fn, size, (size_t)STATS_SIZE_2_0), fn);
     if (!ctx)
-        return report(crpm_error(CRPM_ERR_STATE, "crpm_get_stats: call crpm_init first"), "crpm_get_stats");
+        return report(crpm_error(CRPM_ERR_STATE, "%s: call crpm_init first", fn), fn);
     if (last)
-        *last = ctx->last;
+        stats_out(last, &ctx->last, size);
     if (total)
-        *total = ctx->total;
+        stats_out(total, &ctx->total, size);
     return CRPM_SUCCESS;
 }
 
@@ -833,4 +851,20 @@ int crpm_set_progress(crpm_progress_fn fn, void *user, double every_s)
 {
     crpm_progress_set_cb(fn, user, every_s);
     return CRPM_SUCCESS;
+}
+
+int(crpm_get_stats)(crpm_stats_t *last, crpm_stats_t *total)
+{
+    return crpm_get_stats_sized(last, total, STATS_SIZE_2_0);
+}
+
+const char *crpm_version(int *major, int *minor, int *patch)
+{
+    if (major)
+        *major = CRPM_VERSION_MAJOR;
+    if (minor)
+        *minor = CRPM_VERSION_MINOR;
+    if (patch)
+        *patch = CRPM_VERSION_PATCH;
+    return CRPM_VERSION_STRING;
 }

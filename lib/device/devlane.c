@@ -243,11 +243,6 @@ const crpm_devops *crpm_devops_get(void)
 #ifdef CRPM_HAVE_CUDA
         ops_now = &crpm_devops_cuda;
 #endif
-#ifdef CRPM_TEST_HOOKS
-        const char *e = getenv("CRPM_TEST_DEVICE");
-        if (e && strncmp(e, "mock", 4) == 0 && (e[4] == '\0' || e[4] == ':'))
-            ops_now = &crpm_devops_mock;
-#endif
     }
     const crpm_devops *o = ops_now;
     pthread_mutex_unlock(&ops_mu);

@@ -9,8 +9,9 @@
  *                      only in builds with CRPM_CUDA
  *   crpm_devops_mock   host memory standing for device memory, with the
  *                      same semantics, and work queued per stream until it is
- *                      waited for (devops_mock.c, test builds only): CI runs
- *                      the kind's whole host-side logic through it
+ *                      waited for: test code (tests/common/devops_mock.c,
+ *                      never in a shipped libcrpm); CI runs the kind's whole
+ *                      host-side logic through it
  *
  * Semantics every table keeps (the kind relies on nothing else):
  *  - calls that take a stream only queue work; it runs in stream order and
@@ -94,25 +95,12 @@ typedef struct crpm_devops {
 /* The table in use (crpm_devops_select), or NULL: no device support in this
  * build and none simulated. */
 const crpm_devops *crpm_devops_get(void);
-/* Chooses the table: the mock when CRPM_TEST_DEVICE=mock (test builds), else
- * CUDA when built with it; a test may set one directly (NULL: choose again). */
+/* Sets the table: CUDA's when built with it is chosen at the first use
+ * unless one was set; a test sets the mock (NULL: choose again). */
 void crpm_devops_set(const crpm_devops *ops);
 
 #ifdef CRPM_HAVE_CUDA
 extern const crpm_devops crpm_devops_cuda;
-#endif
-#ifdef CRPM_TEST_HOOKS
-extern const crpm_devops crpm_devops_mock;
-/* Mock failure injection: the n-th (1-based) future call of op ("alloc",
- * "host_alloc", "copy", "compare", "gather", "wait", "query") fails; 0 clears.
- * Also set by CRPM_TEST_DEVICE=mock:OP=N[,OP=N]. */
-void crpm_devmock_fail(const char *op, int n);
-/* Bytes the mock moved device-to-host and host-to-device, and the largest
- * amount of device memory it held at once. */
-void crpm_devmock_counters(uint64_t *d2h, uint64_t *h2d, uint64_t *dev_peak);
-void crpm_devmock_peak_reset(void); /* the peak starts again from what is held now */
-/* use() calls of this thread not yet paired with unuse() (0 between calls of the kinds). */
-int crpm_devmock_use_depth(void);
 #endif
 
 #endif

@@ -258,34 +258,21 @@ int crpm_copy_saved_part(crpm_container *c, const crpm_region *r, const crpm_arr
     return rc;
 }
 
-/* Copies saved region r (committed epoch) into host memory dst, or, when
- * dst is NULL, into the array `to` through its memory kind: each segment is
- * checked in a host buffer first, then copied in. */
-static int copy_saved(crpm_container *c, const crpm_region *r, void *dst, const crpm_array *to)
+/* Copies saved region r (committed epoch) into host memory dst.  Arrays of
+ * other memory kinds are recovered in parts (crpm_copy_saved_part, through
+ * a bounce buffer). */
+int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
 {
     crpm_array host = {r->id, r->type_code, r->elem_size, r->count, dst, NULL, NULL};
-    if (dst || !to)
-        to = &host;
     uint64_t seg = c->sb.segment_size, bytes = r->count * r->elem_size;
     char *bounce = NULL;
     if (!dst && r->pack == CRPM_NO_PACK && bytes && !(bounce = malloc(bytes < seg ? bytes : seg)))
         return crpm_error(CRPM_ERR_NOMEM, "out of memory for a %llu-byte segment buffer",
                           (unsigned long long)seg);
-    crpm_copy_saved_begin(c, r, to);
-    int rc = crpm_copy_saved_part(c, r, to, 0, r->pack != CRPM_NO_PACK ? 1 : r->nsegs, bounce);
+    crpm_copy_saved_begin(c, r, &host);
+    int rc = crpm_copy_saved_part(c, r, &host, 0, r->pack != CRPM_NO_PACK ? 1 : r->nsegs, bounce);
     free(bounce);
     return rc;
-}
-
-int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst)
-{
-    return copy_saved(c, r, dst, NULL);
-}
-
-int crpm_copy_saved_array(crpm_container *c, const crpm_region *r, const crpm_array *to)
-{
-    void *host = crpm_array_host(to);
-    return host || !crpm_array_bytes(to) ? copy_saved(c, r, host, NULL) : copy_saved(c, r, NULL, to);
 }
 
 typedef struct verify_state {

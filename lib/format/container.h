@@ -294,15 +294,13 @@ const crpm_seg *crpm_region_segs(const crpm_container *c, const crpm_region *r, 
 static inline int crpm_can_pack(const crpm_container *c) { return c->sb.version >= 3; }
 int crpm_view_load(crpm_container *c, int with_data);
 
-/* Copies saved region r of the committed epoch into host memory dst, or
- * into the array `to` through its memory kind (util/memkind.h), checking
- * every chunk's CRC on the way (CRPM_ERR_CORRUPT names the array and the
- * byte offset; what arrived so far stays). */
+/* Copies saved region r of the committed epoch into host memory dst,
+ * checking every chunk's CRC on the way (CRPM_ERR_CORRUPT names the array
+ * and the byte offset; what arrived so far stays). */
 int crpm_copy_saved(crpm_container *c, const crpm_region *r, void *dst);
 /* Bytes [off, off+len) of saved region r into dst, every CRC chunk they touch
  * checked (CRPM_ERR_CORRUPT names the array and offset). */
 int crpm_copy_saved_range(crpm_container *c, const crpm_region *r, uint64_t off, uint64_t len, void *dst);
-int crpm_copy_saved_array(crpm_container *c, const crpm_region *r, const crpm_array *to);
 /* The same in parts (recovery split over workers): crpm_copy_saved_begin
  * first (advice for the whole array), then any parts in any order on any
  * threads: segments [k0, k1) of r (a packed region has one part, 0..1)

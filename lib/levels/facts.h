@@ -38,12 +38,6 @@ static inline int crpm_fact_damage(int64_t rc)
     return rc == CRPM_ERR_CORRUPT || rc == CRPM_ERR_TRUNCATED || rc == CRPM_ERR_IO || rc == CRPM_ERR_FORMAT;
 }
 
-/* The rank's container is missing or damaged (not mismatched). */
-static inline int crpm_fact_lost(const int64_t *x)
-{
-    return !x[CRPM_F_EXISTS] || (x[CRPM_F_RC] < 0 && crpm_fact_damage(x[CRPM_F_RC]));
-}
-
 /* The first rank whose container opened with a committed checkpoint: its
  * run identity is the one the usable containers hold (NULL: none). */
 static inline const int64_t *crpm_fact_reference(const int64_t *rows, int nranks)

@@ -215,7 +215,8 @@ def finalize():
 def stats():
     """StatsPair(last, total) of this rank's checkpoints."""
     last, total = _lib.StatsT(), _lib.StatsT()
-    check(_C.crpm_get_stats(_lib.ctypes.byref(last), _lib.ctypes.byref(total)), "crpm_get_stats")
+    check(_C.crpm_get_stats_sized(_lib.ctypes.byref(last), _lib.ctypes.byref(total),
+                                  _lib.ctypes.sizeof(_lib.StatsT)), "crpm_get_stats")
     return StatsPair(*(Stats(*(getattr(s, f) for f in Stats._fields)) for s in (last, total)))
 
 
@@ -256,6 +257,13 @@ def set_progress(fn=None, every=-1.0, log=None):
     check(_C.crpm_set_progress(_lib.ctypes.cast(cb, _lib.ctypes.c_void_p), None, float(every)),
           "crpm_set_progress")
     _progress_cb = cb
+
+
+def version():
+    """(major, minor, patch) of the loaded libcrpm (crpm_version); any time."""
+    v = [_lib.ctypes.c_int() for _ in range(3)]
+    _C.crpm_version(*(_lib.ctypes.byref(x) for x in v))
+    return tuple(x.value for x in v)
 
 
 def strerror(code):

@@ -71,6 +71,9 @@ _SIGNATURES = {
     "crpm_test": (ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),
     "crpm_get_stats": (ctypes.c_int, [ctypes.POINTER(StatsT), ctypes.POINTER(StatsT)]),
     "crpm_set_progress": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double]),
+    # the sized form: the library fills exactly this StatsT, newer or older
+    "crpm_get_stats_sized": (ctypes.c_int, [ctypes.POINTER(StatsT), ctypes.POINTER(StatsT), ctypes.c_size_t]),
+    "crpm_version": (ctypes.c_char_p, [ctypes.POINTER(ctypes.c_int)] * 3),
     "crpm_strerror": (ctypes.c_char_p, [ctypes.c_int]),
     "crpm_last_error": (ctypes.c_char_p, []),
 }

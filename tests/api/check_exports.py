@@ -19,6 +19,8 @@ def declared(headers):
         text = '\n'.join(l for l in open(h).read().splitlines() if not l.lstrip().startswith('#'))
         for decl in re.findall(r'CRPM_API\s+([^;{]*)', text):
             if '(' in decl:
+                # int (name)(...): a name kept from a function-like macro of the same name
+                decl = re.sub(r'\(\s*(\w+)\s*\)\s*\(', r' \1(', decl, count=1)
                 names.add(re.search(r'(\w+)\s*\(', decl).group(1))
             else:  # extern const crpm_type_t A, B, ...
                 names.update(re.findall(r'\b(CRPM_[A-Z]+)\b', decl.split('crpm_type_t', 1)[-1]))

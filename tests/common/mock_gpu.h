@@ -1,5 +1,6 @@
-/* Mock GPU memory for test programs, recognised by libcrpm's mock device
- * (lib/device/devops_mock.c, test builds with CRPM_TEST_DEVICE=mock).
+/* Mock GPU memory for test programs, recognised by the mock device
+ * (tests/common/devops_mock.c: linked into the program, or into a test-hook
+ * build's libcrpm with CRPM_TEST_DEVICE=mock).
  *
  * Device memory is a memfd named "crpm-mock-gpu" mapped twice: the device
  * address (PROT_NONE: any access by the library faults) and a host view the

@@ -3,7 +3,8 @@
 
 4 ranks as 4 simulated nodes (node_size = 1, ckpt_dir = <dir>/node%n) run
 dev_app.c, whose arrays are mock device and managed memory
-(CRPM_TEST_DEVICE=mock: libcrpm's GPU kinds run on lib/device/devops_mock.c).
+(CRPM_TEST_DEVICE=mock: libcrpm's GPU kinds run on tests/common/devops_mock.c,
+which a test-hook build's libcrpm carries).
 A "reference" is a failure-free run of 24 iterations.  A "first half" runs 12
 iterations with keep_last_ckpt = 1; the relaunch with 24 resumes from it.
 

@@ -9,7 +9,7 @@
  * device: the arrays live in mock device memory (mock_device.h), some in a
  * kind that stages its own changes, some in one that only copies.
  * gpu: the GPU kinds of lib/device (diff, fingerprint, full by array) on the
- * mock device (devops_mock.c, test-hook builds; skipped without).
+ * mock device (tests/common/devops_mock.c).
  * WORKERS > 1: the data passes run on a pool of that many workers, whose
  * stores yield at random (other interleavings); a store that reaches the
  * simulator while a fence runs fails the test. */
@@ -20,10 +20,8 @@
 #include "persist_sim.h"
 #include "mock_device.h"
 #include "mock_gpu.h"
-#ifdef CRPM_TEST_HOOKS
 #include "devkind.h"
-#include "devops.h"
-#endif
+#include "devmock.h"
 #include "pool.h"
 
 #define MAXR 8
@@ -96,12 +94,10 @@ static void rfree(void *p)
 
 static int protect(crpm_container *c, int32_t id, char *buf, uint64_t count, uint64_t es)
 {
-#ifdef CRPM_TEST_HOOKS
     if (gpu) { /* the three modes by array */
         crpm_array g = {id, CRPM_TC_BYTE, es, count, mock_gpu_dev(buf), NULL, crpm_dev_kind(1 + id % 3)};
         return crpm_container_protect_array(c, &g);
     }
-#endif
     if (!device)
         return crpm_container_protect(c, id, buf, count, CRPM_TC_BYTE, es);
     crpm_array a = {id, CRPM_TC_BYTE, es, count, mock_dev(buf), NULL,
@@ -440,14 +436,7 @@ int main(int argc, char **argv)
     declared = argc > 3 && strcmp(argv[3], "declared") == 0;
     device = argc > 3 && strcmp(argv[3], "device") == 0;
     gpu = argc > 3 && strcmp(argv[3], "gpu") == 0;
-#ifdef CRPM_TEST_HOOKS
     crpm_devops_set(&crpm_devops_mock);
-#else
-    if (gpu) {
-        printf("SKIP: the mock GPU device needs a build with CRPM_TEST_HOOKS\n");
-        return 77;
-    }
-#endif
     int workers = argc > 4 ? atoi(argv[4]) : 0;
     if (workers > 1) {
         REQUIRE(crpm_pool_create(workers, &pool) == 0, "pool: %s", crpm_last_error());

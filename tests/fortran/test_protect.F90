@@ -555,7 +555,7 @@ contains
     end interface
     integer, parameter :: NC = 66
     integer(c_int32_t) :: cvals(NC + 1)
-    integer :: fvals(NC), i, code
+    integer :: fvals(NC), i, code, vmaj, vmin, vpat
     real(real64), target :: x(10)
     character(len=:), allocatable :: msg
 
@@ -583,6 +583,9 @@ contains
            nbad = nbad + 1
         end if
      end do
+     call crpm_version(vmaj, vmin, vpat)
+     call require(vmaj == CRPM_VERSION_MAJOR .and. vmin == CRPM_VERSION_MINOR .and. vpat == CRPM_VERSION_PATCH, &
+          'crpm_version equals CRPM_VERSION_*', vmaj * 10000 + vmin * 100 + vpat)
      do code = CRPM_ERR_DEVICE, CRPM_SUCCESS
         call require(len_trim(crpm_strerror(code)) > 0, 'crpm_strerror text', code)
      end do

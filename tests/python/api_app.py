@@ -138,6 +138,10 @@ def phase_write(cfg):
     total = sum(a.nbytes for a in arrs)
     check(st.last.protected_bytes == total and st.total.checkpoints == 1,
           "stats: %s, expected %d protected bytes" % (st.last, total))
+    v = crpm.version()
+    vs = crpm._lib.lib.crpm_version(None, None, None).decode()
+    check(len(v) == 3 and all(isinstance(x, int) for x in v) and "%d.%d.%d" % v == vs,
+          "version() %s, libcrpm's string %s" % (v, vs))
     for i, a in enumerate(arrs):
         fill(a, seed(i, 2))  # scribble
     crpm.recover()

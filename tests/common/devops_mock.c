@@ -16,7 +16,12 @@
  * when done() happens to say so (at random: both answers are exercised) or
  * at device_sync: reading a pinned buffer before waiting sees stale bytes.
  * Failures are injected per operation (crpm_devmock_fail,
- * CRPM_TEST_DEVICE=mock:OP=N). */
+ * CRPM_TEST_DEVICE=mock:OP=N).
+ *
+ * Test code: linked into test programs (object library crpm_devmock) and,
+ * in a build with CRPM_TEST_HOOKS and the tests, into libcrpm, where
+ * CRPM_TEST_DEVICE=mock selects it when the library loads
+ * (tests/CMakeLists.txt); a shipped libcrpm has none of it. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -26,7 +31,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "array.h"
-#include "devops.h"
+#include "devmock.h"
 #include "error.h"
 #include "fingerprint.h"
 
@@ -559,3 +564,12 @@ static int m_device_sync(void)
 const crpm_devops crpm_devops_mock = {"mock", m_query, m_use, m_unuse, m_alloc, m_free, m_host_alloc, m_host_free,
                                       m_stream_new, m_stream_free, m_copy, m_zero, m_wait, m_done,
                                       m_device_sync, m_compare, m_scan, m_gather, m_bits_move, m_fingerprint};
+
+/* CRPM_TEST_DEVICE=mock[:OP=N,...] selects the mock in the program or library
+ * that holds this file, before any device call. */
+__attribute__((constructor)) static void select_from_env(void)
+{
+    const char *e = getenv("CRPM_TEST_DEVICE");
+    if (e && strncmp(e, "mock", 4) == 0 && (e[4] == '\0' || e[4] == ':'))
+        crpm_devops_set(&crpm_devops_mock);
+}
