@@ -50,6 +50,24 @@ static inline const int64_t *crpm_fact_reference(const int64_t *rows, int nranks
     return NULL;
 }
 
+/* The run identity of the checkpoints being restored: that of the first
+ * container that opened with a committed checkpoint, its data intact or
+ * not (run: 2 words); 0 when none did. */
+static inline int crpm_fact_run(const int64_t *rows, int nranks, int64_t run[2])
+{
+    const int64_t *x = crpm_fact_reference(rows, nranks);
+    for (int r = 0; !x && r < nranks; r++) {
+        const int64_t *y = rows + (size_t)r * CRPM_F_N;
+        if (y[CRPM_F_EXISTS] && y[CRPM_F_BAD] && y[CRPM_F_EPOCH] > 0)
+            x = y;
+    }
+    if (x) {
+        run[0] = x[CRPM_F_RUN0];
+        run[1] = x[CRPM_F_RUN1];
+    }
+    return x != NULL;
+}
+
 /* Whether a container (a rank's own, or a copy of it: the facts of a
  * container that opened and verified) committed at `epoch` or at epoch+1
  * with epoch still recoverable brings `epoch` back, for the run `run` (two

@@ -279,7 +279,8 @@ static int prepare_rebuild(crpm_level *lv, const crpm_restart_io *io, int lost, 
     if (lost) {
         rc = io->set_aside(io->arg);
         /* the identity every container of the run holds (the decision checked it) */
-        memcpy(io->run_id, io->plan->run, CRPM_RUN_ID_LEN);
+        if (io->plan->run)
+            memcpy(io->run_id, io->plan->run, CRPM_RUN_ID_LEN);
     } else if ((int64_t)crpm_container_epoch(*io->own) == io->epoch + 1) {
         rc = crpm_container_rollback(*io->own);
     }

@@ -248,12 +248,14 @@ static int src_can(void *arg, int64_t epoch, const int64_t *need, const int64_t 
 {
     crpm_follower *f = arg;
     crpm_plan *p = &f->plan;
+    const int64_t *keep = p->run; /* the restart's own (the decision's may not outlive the call) */
     p->epoch = epoch;
     p->need = need;
     p->run = run;
     p->repair = repair;
     p->nrepair = 0;
     f->lv.ops->plan(&f->lv, p);
+    p->run = keep;
     return p->nrepair;
 }
 

@@ -203,17 +203,13 @@ static void clear_repairs(const crpm_restart_facts *f)
  * candidate).  The sources' repair flags describe it. */
 static int64_t search(const crpm_restart_facts *f, int64_t *want)
 {
-    const int64_t *ref = crpm_fact_reference(f->rank, f->nranks);
     int64_t run[2], *eps = NULL, best = -1;
-    if (ref) {
-        run[0] = ref[CRPM_F_RUN0];
-        run[1] = ref[CRPM_F_RUN1];
-    }
+    int known = crpm_fact_run(f->rank, f->nranks, run);
     int n = candidates(f, &eps);
     int64_t *need = malloc(sizeof *need * (size_t)(f->nranks + 1));
     *want = n > 0 ? eps[0] : -1;
     for (int i = 0; need && i < n && best < 0; i++)
-        if (serves(f, ref ? run : NULL, eps[i], need))
+        if (serves(f, known ? run : NULL, eps[i], need))
             best = eps[i];
     if (best < 0)
         clear_repairs(f);
@@ -444,13 +440,13 @@ static void lacking(const crpm_restart_facts *f, const crpm_verdict *v, char *bu
     buf[0] = '\0';
     if (v->want < 1)
         return;
-    const int64_t *ref = crpm_fact_reference(f->rank, f->nranks);
-    int64_t run[2] = {ref ? ref[CRPM_F_RUN0] : 0, ref ? ref[CRPM_F_RUN1] : 0};
+    int64_t run[2];
+    int known = crpm_fact_run(f->rank, f->nranks, run);
     int64_t *need = calloc((size_t)f->nranks + 1, sizeof *need);
     if (!need)
         return;
     for (int r = 0; r < f->nranks; r++)
-        need[r] = !crpm_fact_holds(row(f, r), ref ? run : NULL, v->want);
+        need[r] = !crpm_fact_holds(row(f, r), known ? run : NULL, v->want);
     size_t used = (size_t)snprintf(buf, n, "; at epoch %lld, the newest a container or level holds, ",
                                    (long long)v->want);
     int shown = 0, total = 0;

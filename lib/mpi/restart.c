@@ -231,10 +231,8 @@ static int decide(crpm_ctx *ctx, gathered *g, crpm_verdict *v)
 /* The followers' sources over every rank's facts, then the decision. */
 static int plan(crpm_ctx *ctx, gathered *g, crpm_verdict *v)
 {
-    const int64_t *ref = crpm_fact_reference(g->all, ctx->nranks);
-    if (ref)
-        memcpy(g->run, &ref[CRPM_F_RUN0], sizeof g->run);
-    int rc = crpm_coord_plan(ctx, g->all, g->extra, ref ? g->run : NULL, &g->f.src, &g->f.nsrc);
+    int known = crpm_fact_run(g->all, ctx->nranks, g->run);
+    int rc = crpm_coord_plan(ctx, g->all, g->extra, known ? g->run : NULL, &g->f.src, &g->f.nsrc);
     return rc == 0 ? decide(ctx, g, v) : rc;
 }
 
