@@ -1,0 +1,34 @@
+/* The runtime of instrumented change tracking (include/crpm_instrument.h):
+ * a process-wide table of the ranges of checkpointed memory, each with a
+ * bitmap of marked blocks that code compiled with the pass fills, and the
+ * engine empties at each checkpoint (track_instr.c).
+ *
+ * Marks are atomic ORs (any number of threads); a mark whose bit is already
+ * set is skipped without a locked instruction, which is safe because the
+ * engine, after taking the bits, forces a memory barrier on every thread of
+ * the process (membarrier(2)) before it reads the data: a store whose mark
+ * saw a bit the engine then took is visible to the engine's reads.  Without
+ * membarrier every mark is a locked OR.
+ *
+ * The table is read without a lock (a sequence counter; bitmaps are never
+ * unmapped, only reused), so a mark racing with a range's removal may set a
+ * stray bit in a bitmap reused for another range: more blocks compared,
+ * never fewer. */
+#ifndef CRPM_ENGINE_MARKS_H
+#define CRPM_ENGINE_MARKS_H
+#include <stdint.h>
+
+#define CRPM_MARKS_SLOTS 1024
+
+/* Starts marking [base, base+len) in blocks of 1 << shift bytes, counted
+ * from base.  Returns the range's handle (>= 0), or -1 with *why set (a
+ * static string): table full, out of memory.  Ranges may overlap: a store
+ * marks every range it touches. */
+int crpm_marks_add(uintptr_t base, uint64_t len, unsigned shift, const char **why);
+void crpm_marks_remove(int h);
+/* ORs the range's marked blocks [0, nbits) into dst and clears them. */
+void crpm_marks_take(int h, uint64_t *dst, uint64_t nbits);
+/* After the takes of a checkpoint, before its data is read. */
+void crpm_marks_fence(void);
+
+#endif
