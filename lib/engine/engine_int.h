@@ -10,7 +10,7 @@
  *   track_kind.c     change tracking by the array's memory kind (memkind.h:
  *                    kinds that stage their changed blocks, e.g. GPU memory)
  *   track_instr.c    change tracking by the marks of code compiled with the
- *                    pass plugin (marks.c: the process's table of ranges)
+ *                    pass plugin (util/marks.c: the process's table of ranges)
  *   pack.c           small arrays sharing segments (packs, format.h)
  *   par.c            the data passes of checkpoint and recovery split into
  *                    tasks for the worker pool (util/pool.h)

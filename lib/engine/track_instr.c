@@ -14,6 +14,7 @@
 #include "engine_int.h"
 #include "bits.h"
 #include "marks.h"
+#include "reserved_ids.h"
 
 static unsigned log2u(uint64_t v)
 {
@@ -96,7 +97,7 @@ static int verify_segment(crpm_container *c, crpm_region *r, crpm_seg *s, uint64
         if (memcmp(src + o, cur + o, n) == 0)
             continue;
         uint64_t at = off + o + first_diff(src + o, cur + o, n);
-        if (r->id == INT32_MIN)
+        if (r->id == CRPM_ID_HEAP)
             return crpm_error(CRPM_ERR_MISMATCH, "change_tracking = instrumented-verify: the persistent heap changed "
                               "at byte offset %llu (address %p) with no mark: written by code the pass did not "
                               "instrument", (unsigned long long)at, (void *)((char *)r->prot.ptr + at));

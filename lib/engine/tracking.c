@@ -17,6 +17,8 @@
 #include <string.h>
 #include "engine_int.h"
 #include "bits.h"
+#include "marks.h"
+#include "reserved_ids.h"
 
 /* ---- compare everything ------------------------------------------------------ */
 
@@ -208,6 +210,9 @@ int crpm_track_choose(crpm_container *c, crpm_region *r)
         why = NULL;
     } else if (eng->instr && e->uninstr) {
         why = "marked as written by uninstrumented code: compared whole";
+    } else if (eng->instr && r->id == CRPM_ID_HEAP && !crpm_marks_heap_instrumented()) {
+        why = "the persistent heap's allocator was not compiled with the pass (a build without clang-14): "
+              "compared whole";
     } else if (eng->instr && (k->flags & CRPM_MEM_HOST)) {
         why = crpm_track_instr.attach(c, r);
         ops = why ? &crpm_track_compare : &crpm_track_instr;

@@ -30,5 +30,10 @@ void crpm_marks_remove(int h);
 void crpm_marks_take(int h, uint64_t *dst, uint64_t nbits);
 /* After the takes of a checkpoint, before its data is read. */
 void crpm_marks_fence(void);
+/* The persistent heap's allocator (lib/heap) was compiled with the pass, so
+ * its own stores mark: it says so when it makes or attaches a heap.  Until
+ * then (and in builds without the plugin) the engine compares the heap. */
+void crpm_marks_set_heap_instrumented(void);
+int crpm_marks_heap_instrumented(void);
 
 #endif

@@ -257,3 +257,9 @@ void crpm_marks_fence(void)
     if (tab.test_first && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
         tab.test_first = 0; /* cannot happen once registered; marks lock from now on, to be safe */
 }
+
+static atomic_int heap_instr;
+
+void crpm_marks_set_heap_instrumented(void) { atomic_store(&heap_instr, 1); }
+
+int crpm_marks_heap_instrumented(void) { return atomic_load(&heap_instr); }
