@@ -11,9 +11,9 @@
 
 typedef struct mslot {
     _Atomic uintptr_t base, end;        /* [base, end): the range */
-    _Atomic(_Atomic uint64_t *) bits;   /* its marks; mapped for good (reused, never unmapped) */
+    _Atomic(_Atomic uint8_t *) bits;    /* its marks, a byte a block; mapped for good (reused, never unmapped) */
     _Atomic unsigned shift;
-    uint64_t cap;                       /* words mapped at bits (writer only) */
+    uint64_t cap;                       /* bytes mapped at bits (writer only) */
     int live;
 } mslot;
 
@@ -37,20 +37,20 @@ static void init_once(void)
     tab.test_first = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
-/* Sets bits [b0, b1] (inclusive). */
-static void set_bits(_Atomic uint64_t *bits, uint64_t b0, uint64_t b1)
+/* Marks blocks [b0, b1] (inclusive): one byte each, set by a plain store,
+ * so marks of any number of threads never contend for a lock or lose one
+ * another (a read-modify-write of shared bits would need a locked
+ * instruction, which also waits for the program's pending store). */
+static void set_bytes(_Atomic uint8_t *m, uint64_t b0, uint64_t b1)
 {
     int test = tab.test_first;
-    for (uint64_t w = b0 / 64; w <= b1 / 64; w++) {
-        uint64_t lo = w == b0 / 64 ? b0 % 64 : 0, hi = w == b1 / 64 ? b1 % 64 : 63;
-        uint64_t m = (hi == 63 ? ~0ull : (2ull << hi) - 1) & ~((1ull << lo) - 1);
-        if (!test || (atomic_load_explicit(&bits[w], RLX) & m) != m)
-            atomic_fetch_or_explicit(&bits[w], m, memory_order_release);
-    }
+    for (uint64_t b = b0; b <= b1; b++)
+        if (!test || !atomic_load_explicit(&m[b], RLX))
+            atomic_store_explicit(&m[b], 1, memory_order_release);
 }
 
 typedef struct tgt {
-    _Atomic uint64_t *bits;
+    _Atomic uint8_t *bits;
     uint64_t b0, b1;
 } tgt;
 
@@ -79,7 +79,7 @@ static int lookup(uintptr_t a, uintptr_t z, tgt *t, int max, int apply)
         unsigned sh = atomic_load_explicit(&s->shift, RLX);
         tgt x = {atomic_load_explicit(&s->bits, RLX), ((a > b ? a : b) - b) >> sh, ((z < e ? z : e) - 1 - b) >> sh};
         if (apply)
-            set_bits(x.bits, x.b0, x.b1);
+            set_bytes(x.bits, x.b0, x.b1);
         else if (k == max)
             return -1;
         else
@@ -102,7 +102,7 @@ static void mark(uintptr_t a, uintptr_t z)
         if (k < 0)
             break;
         for (int i = 0; i < k; i++)
-            set_bits(t[i].bits, t[i].b0, t[i].b1);
+            set_bytes(t[i].bits, t[i].b0, t[i].b1);
         return;
     }
     /* many ranges, or a writer busy: under the lock the table holds still */
@@ -183,10 +183,10 @@ int crpm_marks_add(uintptr_t base, uint64_t len, unsigned shift, const char **wh
         *why = "an empty or wrapping range";
         return -1;
     }
-    uint64_t words = ((len + (1ull << shift) - 1) >> shift) / 64 + 1;
+    uint64_t words = ((len + (1ull << shift) - 1) >> shift) + 1; /* bytes */
     pthread_mutex_lock(&tab.lock);
     int h = -1;
-    for (int i = 0; i < CRPM_MARKS_SLOTS && h < 0; i++) /* a free slot whose bitmap fits, else any */
+    for (int i = 0; i < CRPM_MARKS_SLOTS && h < 0; i++) /* a free slot whose map fits, else any */
         if (!tab.slot[i].live && tab.slot[i].cap >= words)
             h = i;
     for (int i = 0; i < CRPM_MARKS_SLOTS && h < 0; i++)
@@ -198,21 +198,21 @@ int crpm_marks_add(uintptr_t base, uint64_t len, unsigned shift, const char **wh
         return -1;
     }
     mslot *s = &tab.slot[h];
-    _Atomic uint64_t *bits = atomic_load_explicit(&s->bits, RLX);
+    _Atomic uint8_t *bits = atomic_load_explicit(&s->bits, RLX);
     if (s->cap < words) {
-        /* the old bitmap stays mapped (a racing mark may still reach it), its pages given back */
+        /* the old map stays mapped (a racing mark may still reach it), its pages given back */
         if (bits)
-            madvise((void *)bits, s->cap * 8, MADV_DONTNEED);
-        void *m = mmap(NULL, words * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            madvise((void *)bits, s->cap, MADV_DONTNEED);
+        void *m = mmap(NULL, words, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) {
             pthread_mutex_unlock(&tab.lock);
-            *why = "no memory for the instrumented tracker's bitmap (compared instead)";
+            *why = "no memory for the instrumented tracker's block map (compared instead)";
             return -1;
         }
         bits = m;
         s->cap = words;
     } else {
-        memset((void *)bits, 0, words * 8);
+        memset((void *)bits, 0, words);
     }
     write_begin();
     atomic_store_explicit(&s->bits, bits, RLX);
@@ -241,15 +241,22 @@ void crpm_marks_remove(int h)
 void crpm_marks_take(int h, uint64_t *dst, uint64_t nbits)
 {
     mslot *s = &tab.slot[h];
-    _Atomic uint64_t *bits = atomic_load_explicit(&s->bits, RLX);
-    uint64_t words = (nbits + 63) / 64;
-    if (words > s->cap)
-        words = s->cap;
-    for (uint64_t w = 0; w < words; w++)
-        if (atomic_load_explicit(&bits[w], RLX))
-            dst[w] |= atomic_exchange_explicit(&bits[w], 0, memory_order_acq_rel);
-    if (nbits % 64 && words == (nbits + 63) / 64)
-        dst[words - 1] &= (1ull << (nbits % 64)) - 1;
+    _Atomic uint8_t *m = atomic_load_explicit(&s->bits, RLX);
+    if (nbits > s->cap)
+        nbits = s->cap;
+    uint64_t b = 0;
+    for (; b + 8 <= nbits; b += 8) { /* eight clear marks at a time */
+        uint64_t v;
+        memcpy(&v, (const void *)(m + b), 8);
+        if (!v)
+            continue;
+        for (uint64_t k = b; k < b + 8; k++)
+            if (atomic_load_explicit(&m[k], RLX) && atomic_exchange_explicit(&m[k], 0, memory_order_acq_rel))
+                dst[k / 64] |= 1ull << (k % 64);
+    }
+    for (; b < nbits; b++)
+        if (atomic_load_explicit(&m[b], RLX) && atomic_exchange_explicit(&m[b], 0, memory_order_acq_rel))
+            dst[b / 64] |= 1ull << (b % 64);
 }
 
 void crpm_marks_fence(void)
