@@ -14,15 +14,8 @@
 #include "engine_int.h"
 #include "bits.h"
 #include "marks.h"
+#include "crpm_instrument.h"
 #include "reserved_ids.h"
-
-static unsigned log2u(uint64_t v)
-{
-    unsigned s = 0;
-    while ((1ull << s) < v)
-        s++;
-    return s;
-}
 
 void crpm_track_instr_release(crpm_eregion *e)
 {
@@ -34,6 +27,7 @@ void crpm_track_instr_release(crpm_eregion *e)
 
 static const char *instr_attach(crpm_container *c, crpm_region *r)
 {
+    (void)c;
     crpm_eregion *e = r->eng;
     uintptr_t base = (uintptr_t)r->prot.ptr;
     uint64_t len = crpm_region_pbytes(r);
@@ -41,7 +35,7 @@ static const char *instr_attach(crpm_container *c, crpm_region *r)
         return NULL; /* the same range: its marks go on */
     crpm_track_instr_release(e);
     const char *why = NULL;
-    int h = crpm_marks_add(base, len, log2u(c->sb.block_size), &why);
+    int h = crpm_marks_add(base, len, &why);
     if (h < 0)
         return why;
     e->mark_h = h + 1;
@@ -51,28 +45,80 @@ static const char *instr_attach(crpm_container *c, crpm_region *r)
     return NULL;
 }
 
+typedef struct ireg {
+    crpm_region *r;
+    uintptr_t lo, hi;
+} ireg;
+
+static int cmp_ireg(const void *x, const void *y)
+{
+    const ireg *a = x, *b = y;
+    return (a->lo > b->lo) - (a->lo < b->lo);
+}
+
+/* Region g's blocks that granules [k0, k1] of gbits (granule gb + k) touch. */
+static void granules_to_blocks(const ireg *g, uint64_t blk, const uint64_t *gbits, uintptr_t gb)
+{
+    uintptr_t k0 = (g->lo >> CRPM_INSTR_GRANULE_SHIFT) - gb, k1 = ((g->hi - 1) >> CRPM_INSTR_GRANULE_SHIFT) - gb;
+    uint64_t *W = g->r->eng->wbits;
+    for (uintptr_t k = crpm_next_set(gbits, k0, k1 + 1); k <= k1; k = crpm_next_set(gbits, k + 1, k1 + 1)) {
+        uintptr_t a = (gb + k) << CRPM_INSTR_GRANULE_SHIFT, z = a + (1u << CRPM_INSTR_GRANULE_SHIFT);
+        if (a < g->lo) a = g->lo;
+        if (z > g->hi) z = g->hi;
+        crpm_set_bits(W, (a - g->lo) / blk, (z - 1 - g->lo) / blk + 1, 1);
+    }
+}
+
+/* Takes the marks of the instrumented regions into their wbits.  The marks
+ * are per granule of the address space, and a take clears them, so regions
+ * that share granules (overlapping or adjacent arrays) are taken together,
+ * span by span. */
 static void instr_prepare(crpm_container *c)
 {
     uint64_t blk = c->sb.block_size;
-    int any = 0;
+    int n = 0;
+    for (int i = 0; i < c->nregions; i++)
+        n += c->regions[i].eng && c->regions[i].eng->ops == &crpm_track_instr;
+    ireg *g = n ? malloc((size_t)n * sizeof *g) : NULL;
+    int m = 0;
     for (int i = 0; i < c->nregions; i++) {
         crpm_region *r = &c->regions[i];
         crpm_eregion *e = r->eng;
         if (!e || e->ops != &crpm_track_instr)
             continue;
-        uint64_t bytes = crpm_region_pbytes(r), nb = (bytes + blk - 1) / blk;
+        uint64_t bytes = crpm_region_pbytes(r);
         e->scanned = 0;
-        if (!crpm_track_stale(e, bytes, blk))
-            continue; /* no memory for bitmaps: compared whole (its marks wait in the table) */
-        crpm_marks_take(e->mark_h - 1, e->wbits, nb);
-        any = 1;
-        if (e->rescan_all)
-            crpm_set_bits(e->wbits, 0, nb, 1);
-        e->rescan_all = 1; /* the marks taken live in wbits until this checkpoint commits */
+        if (!g || !crpm_track_stale(e, bytes, blk))
+            continue; /* no memory: compared whole (its marks stay for the next time) */
         e->scanned = 1;
+        g[m++] = (ireg){r, (uintptr_t)r->prot.ptr, (uintptr_t)r->prot.ptr + bytes};
     }
-    if (any)
-        crpm_marks_fence(); /* a store whose mark found its bit already set is visible from here on */
+    qsort(g, (size_t)m, sizeof *g, cmp_ireg);
+    for (int i = 0; i < m;) {
+        /* a span: regions whose granules touch */
+        uintptr_t g0 = g[i].lo >> CRPM_INSTR_GRANULE_SHIFT, g1 = (g[i].hi - 1) >> CRPM_INSTR_GRANULE_SHIFT;
+        int j = i + 1;
+        for (; j < m && (g[j].lo >> CRPM_INSTR_GRANULE_SHIFT) <= g1 + 1; j++)
+            if (((g[j].hi - 1) >> CRPM_INSTR_GRANULE_SHIFT) > g1)
+                g1 = (g[j].hi - 1) >> CRPM_INSTR_GRANULE_SHIFT;
+        uint64_t *gbits = calloc((g1 - g0 + 1 + 63) / 64, 8);
+        if (gbits)
+            crpm_marks_take(g0 << CRPM_INSTR_GRANULE_SHIFT, (g1 - g0 + 1) << CRPM_INSTR_GRANULE_SHIFT, gbits);
+        for (int k = i; k < j; k++) {
+            crpm_eregion *e = g[k].r->eng;
+            uint64_t nb = (g[k].hi - g[k].lo + blk - 1) / blk;
+            if (!gbits || e->rescan_all)
+                crpm_set_bits(e->wbits, 0, nb, 1); /* (no memory: the marks stay for the next time too) */
+            else
+                granules_to_blocks(&g[k], blk, gbits, g0);
+            e->rescan_all = 1; /* the marks taken live in wbits until this checkpoint commits */
+        }
+        free(gbits);
+        i = j;
+    }
+    free(g);
+    if (m)
+        crpm_marks_fence(); /* a store whose mark found its byte already set is visible from here on */
 }
 
 /* First byte of [o, o + n) where a and b differ, or n. */

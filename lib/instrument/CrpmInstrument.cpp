@@ -14,8 +14,9 @@
 //
 // What a mark costs:
 //  - a store of at most CRPM_INSTR_MAX_STORE bytes: one load of the box word
-//    (include/crpm_instrument.h), a shift, a subtract and a compare; only a
-//    store inside the box calls crpm_instr_mark;
+//    (include/crpm_instrument.h), a shift, a subtract and a compare; a store
+//    inside the box then tests its granule's shadow byte and sets it when
+//    clear, inline (a store that may cross a granule calls crpm_instr_mark);
 //  - stores into one object at constant offsets in one basic block with no
 //    call between them share one mark, after the last of them;
 //  - a store in a loop whose address is an affine function of the loop's
@@ -43,6 +44,7 @@
 #include "llvm/Passes/PassPlugin.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 
 using namespace llvm;
@@ -52,6 +54,7 @@ namespace {
 // Must match include/crpm_instrument.h.
 constexpr unsigned BoxShift = 16;
 constexpr uint64_t MaxStore = 64;
+constexpr unsigned GranuleShift = 8;
 
 cl::opt<bool> NoLoops("crpm-no-loop-ranges", cl::desc("libcrpm pass: mark every store, no loop ranges"),
                       cl::init(false));
@@ -73,7 +76,7 @@ struct Instrumenter {
     Type *IntPtr;
     Type *I8Ptr;
     FunctionCallee Mark, MarkRange;
-    GlobalVariable *Box;
+    GlobalVariable *Box, *Shadow;
     DenseMap<const Value *, bool> StackPrivate;
 
     Instrumenter(Function &F, LoopInfo &LI, ScalarEvolution &SE)
@@ -87,6 +90,7 @@ struct Instrumenter {
         MarkRange = M.getOrInsertFunction("crpm_instr_mark_range", Void, I8Ptr, IntPtr);
         Type *I64 = Type::getInt64Ty(C);
         Box = cast<GlobalVariable>(M.getOrInsertGlobal("crpm_instr_box", I64));
+        Shadow = cast<GlobalVariable>(M.getOrInsertGlobal("crpm_instr_shadow", I8Ptr));
     }
 
     // The object written is a stack slot whose address never escapes the
@@ -229,15 +233,41 @@ struct Instrumenter {
             return;
         }
         LoadInst *Wd = B.CreateAlignedLoad(B.getInt64Ty(), Box, Align(8), "crpm.box");
-        Wd->setAtomic(AtomicOrdering::Monotonic);
-        Value *U = B.CreateLShr(B.CreatePtrToInt(P, B.getInt64Ty()), BoxShift);
+        Wd->setAtomic(AtomicOrdering::Acquire); // the shadow pointer was set before the box
+        Value *Pi = B.CreatePtrToInt(P, IntPtr);
+        Value *U = B.CreateLShr(Pi, BoxShift);
         Value *Lo = B.CreateAnd(Wd, 0xffffffffull);
         Value *Span = B.CreateLShr(Wd, 32);
         Value *In = B.CreateICmpULT(B.CreateSub(U, Lo), Span, "crpm.in");
-        MDNode *Cold = MDBuilder(M.getContext()).createBranchWeights(1, 64);
-        Instruction *Then = SplitBlockAndInsertIfThen(In, Next, false, Cold);
+        MDBuilder MDB(M.getContext());
+        Instruction *Then = SplitBlockAndInsertIfThen(In, Next, false, MDB.createBranchWeights(1, 64));
         IRBuilder<> T(Then);
-        T.CreateCall(Mark, {P, ConstantInt::get(IntPtr, N)});
+        // a store that may cross a granule: out of line
+        Align A = getKnownAlignment(W.Base, DL);
+        bool MayCross = !(isPowerOf2_64(N) && N <= (1u << GranuleShift) && A.value() >= N && W.Lo % (int64_t)N == 0);
+        if (MayCross) {
+            Value *Last = T.CreateAdd(Pi, ConstantInt::get(IntPtr, N - 1));
+            Value *Cross = T.CreateICmpNE(T.CreateLShr(T.CreateXor(Pi, Last), GranuleShift),
+                                          ConstantInt::get(IntPtr, 0), "crpm.cross");
+            Instruction *ThenCross, *ElseOne;
+            SplitBlockAndInsertIfThenElse(Cross, Then, &ThenCross, &ElseOne, MDB.createBranchWeights(1, 16));
+            IRBuilder<> TC(ThenCross);
+            TC.CreateCall(Mark, {P, ConstantInt::get(IntPtr, N)});
+            T.SetInsertPoint(ElseOne);
+        }
+        // the granule's shadow byte: set unless set already (marks.h: why the test is safe)
+        LoadInst *Sh = T.CreateAlignedLoad(I8Ptr, Shadow, Align(8), "crpm.shadow");
+        Sh->setAtomic(AtomicOrdering::Monotonic);
+        Value *Q = T.CreateGEP(T.getInt8Ty(), Sh, T.CreateLShr(Pi, GranuleShift));
+        T.CreateFence(AtomicOrdering::SequentiallyConsistent, SyncScope::SingleThread); // after the store
+        LoadInst *Old = T.CreateAlignedLoad(T.getInt8Ty(), Q, Align(1), "crpm.old");
+        Old->setAtomic(AtomicOrdering::Monotonic);
+        Instruction *Here = &*T.GetInsertPoint();
+        Instruction *Set =
+            SplitBlockAndInsertIfThen(T.CreateICmpEQ(Old, T.getInt8(0)), Here, false, MDB.createBranchWeights(1, 4));
+        IRBuilder<> S(Set);
+        StoreInst *St = S.CreateAlignedStore(S.getInt8(1), Q, Align(1));
+        St->setAtomic(AtomicOrdering::Release);
     }
 
     bool run()

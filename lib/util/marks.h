@@ -1,38 +1,39 @@
-/* The runtime of instrumented change tracking (include/crpm_instrument.h):
- * a process-wide table of the ranges of checkpointed memory, each with a
- * map of marked blocks (a byte a block) that code compiled with the pass
- * fills, and the engine empties at each checkpoint (track_instr.c).
+/* The runtime of instrumented change tracking (include/crpm_instrument.h).
+ *
+ * Marks live in a shadow map, one byte for each 256-byte granule of the
+ * address space (CRPM_INSTR_GRANULE_SHIFT), reserved once (address space
+ * only: a shadow page is committed when a mark first touches it, 1 MiB of
+ * program memory per page).  Code compiled with the pass marks the granules
+ * its stores touched when they lie in the box, the one word bounding every
+ * range of checkpointed memory; the engine takes the marks of its regions
+ * at each checkpoint (track_instr.c).  The table of ranges below only
+ * decides the box.
  *
  * A mark is a plain byte store after the program's store (release order),
  * so any number of threads mark without locked instructions and without
  * losing one another's marks; the engine takes a mark with an atomic
  * exchange, so a mark is either taken (and the store it follows is visible)
  * or left for the next checkpoint.  A mark whose byte is already set is
- * skipped (no store: no cache line bouncing between threads), which is safe
+ * skipped (no store, no cache line moving between threads), which is safe
  * because the engine, after taking the marks, forces a memory barrier on
  * every thread of the process (membarrier(2)) before it reads the data: a
  * store whose mark saw a byte the engine then took is visible to the
- * engine's reads.  Without membarrier every mark stores its byte.
- *
- * The table is read without a lock (a sequence counter; bitmaps are never
- * unmapped, only reused), so a mark racing with a range's removal may set a
- * stray byte in a map reused for another range: more blocks compared,
- * never fewer. */
-#ifndef CRPM_ENGINE_MARKS_H
-#define CRPM_ENGINE_MARKS_H
+ * engine's reads.  Without membarrier (or without the address space for the
+ * shadow) there is no instrumented tracking: crpm_marks_add says why. */
+#ifndef CRPM_UTIL_MARKS_H
+#define CRPM_UTIL_MARKS_H
 #include <stdint.h>
 
-#define CRPM_MARKS_SLOTS 1024
+#define CRPM_MARKS_RANGES 4096
 
-/* Starts marking [base, base+len) in blocks of 1 << shift bytes, counted
- * from base.  Returns the range's handle (>= 0), or -1 with *why set (a
- * static string): table full, out of memory.  Costs a byte of address space
- * a block (touched as blocks are marked).  Ranges may overlap: a store
- * marks every range it touches. */
-int crpm_marks_add(uintptr_t base, uint64_t len, unsigned shift, const char **why);
+/* [base, base+len) is checkpointed memory: stores into it mark from now on.
+ * Returns a handle (>= 0), or -1 with *why set (a static string). */
+int crpm_marks_add(uintptr_t base, uint64_t len, const char **why);
 void crpm_marks_remove(int h);
-/* ORs the range's marked blocks [0, nbits) into dst and clears them. */
-void crpm_marks_take(int h, uint64_t *dst, uint64_t nbits);
+/* Takes (clears) the marks of the granules covering [base, base+len): bit
+ * k of gbits for granule (base >> CRPM_INSTR_GRANULE_SHIFT) + k; gbits
+ * holds that many bits, zeroed by the caller. */
+void crpm_marks_take(uintptr_t base, uint64_t len, uint64_t *gbits);
 /* After the takes of a checkpoint, before its data is read. */
 void crpm_marks_fence(void);
 /* The persistent heap's allocator (lib/heap) was compiled with the pass, so
