@@ -10,7 +10,7 @@
  * For each dirty pattern: the median checkpoint time of each mode, the
  * mutation's time (plain, with page faults, with marks), and the ratios
  * full / checkpoint and full / (checkpoint + the mutation's extra time).
- * Writes instr.json and instr.md under --out. */
+ * Writes engine_instr.json and engine_instr.md under --out. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -112,8 +112,8 @@ int main(int argc, char **argv)
            sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release, mb, dir, reps,
            have_pm ? "" : "; pagemap unavailable (compared instead)");
     char jpath[600], mpath[600];
-    snprintf(jpath, sizeof jpath, "%s/instr.json", out);
-    snprintf(mpath, sizeof mpath, "%s/instr.md", out);
+    snprintf(jpath, sizeof jpath, "%s/engine_instr.json", out);
+    snprintf(mpath, sizeof mpath, "%s/engine_instr.md", out);
     FILE *js = fopen(jpath, "w"), *md = fopen(mpath, "w");
     if (!js || !md) { perror(out); return 1; }
     fprintf(js, "{\"machine\": {\"cpus\": %ld, \"kernel\": \"%s %s\"}, \"size_mb\": %zu, \"reps\": %d, "
