@@ -43,6 +43,10 @@ CRPM_API void crpm_instr_mark(const void *p, size_t n);
 /* Bytes [p, p+n) were (or are about to be, the pass calls it after the
  * write) written: any length, checks the box itself. */
 CRPM_API void crpm_instr_mark_range(const void *p, size_t n);
+/* Called once by each module compiled with the pass when it is loaded (a
+ * constructor the pass adds): without any, instrumented tracking compares
+ * instead of missing every write. */
+CRPM_API void crpm_instr_module(void);
 /* For programs: bytes [p, p+n) were written by code the pass did not
  * compile (a library, an assembler routine, a device); the same as
  * crpm_instr_mark_range, named for what it is for. */

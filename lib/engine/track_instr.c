@@ -34,6 +34,9 @@ static const char *instr_attach(crpm_container *c, crpm_region *r)
     if (e->mark_h && e->mark_base == base && e->mark_len == len)
         return NULL; /* the same range: its marks go on */
     crpm_track_instr_release(e);
+    if (!crpm_marks_modules())
+        return "no code compiled with the libcrpm pass plugin is loaded (instrumented tracking would miss every "
+               "write): compared instead";
     const char *why = NULL;
     int h = crpm_marks_add(base, len, &why);
     if (h < 0)

@@ -45,6 +45,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Local.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 
 using namespace llvm;
@@ -55,6 +56,9 @@ namespace {
 constexpr unsigned BoxShift = 16;
 constexpr uint64_t MaxStore = 64;
 constexpr unsigned GranuleShift = 8;
+
+cl::opt<bool> Library("crpm-library",
+                      cl::desc("libcrpm pass: compiling libcrpm itself (no module constructor)"), cl::init(false));
 
 cl::opt<bool> NoLoops("crpm-no-loop-ranges", cl::desc("libcrpm pass: mark every store, no loop ranges"),
                       cl::init(false));
@@ -390,6 +394,28 @@ struct CrpmInstrumentPass : PassInfoMixin<CrpmInstrumentPass> {
     static bool isRequired() { return true; } // also at -O0
 };
 
+// Each module of the program compiled with the pass says so when it is
+// loaded (crpm_instr_module), so that a program that asked for instrumented
+// tracking but has no instrumented code is compared instead of missing
+// every change.
+struct CrpmModulePass : PassInfoMixin<CrpmModulePass> {
+    PreservedAnalyses run(Module &M, ModuleAnalysisManager &)
+    {
+        if (Library || M.getFunction("crpm.instr.module"))
+            return PreservedAnalyses::all();
+        LLVMContext &C = M.getContext();
+        FunctionCallee Note = M.getOrInsertFunction("crpm_instr_module", Type::getVoidTy(C));
+        Function *F = Function::Create(FunctionType::get(Type::getVoidTy(C), false), GlobalValue::InternalLinkage,
+                                       "crpm.instr.module", M);
+        IRBuilder<> B(BasicBlock::Create(C, "", F));
+        B.CreateCall(Note);
+        B.CreateRetVoid();
+        appendToGlobalCtors(M, F, 65535);
+        return PreservedAnalyses::none();
+    }
+    static bool isRequired() { return true; }
+};
+
 } // namespace
 
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo()
@@ -397,6 +423,7 @@ extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo()
     return {LLVM_PLUGIN_API_VERSION, "crpm-instrument", "1", [](PassBuilder &PB) {
                 PB.registerOptimizerLastEPCallback([](ModulePassManager &MPM, OptimizationLevel) {
                     MPM.addPass(createModuleToFunctionPassAdaptor(CrpmInstrumentPass()));
+                    MPM.addPass(CrpmModulePass());
                 });
                 PB.registerPipelineParsingCallback(
                     [](StringRef Name, FunctionPassManager &FPM, ArrayRef<PassBuilder::PipelineElement>) {

@@ -23,7 +23,11 @@ static struct {
     const char *why;  /* when -1 */
 } tab = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static atomic_int heap_instr;
+static atomic_int heap_instr, modules;
+
+CRPM_API void crpm_instr_module(void) { atomic_fetch_add(&modules, 1); }
+
+int crpm_marks_modules(void) { return atomic_load(&modules); }
 
 void crpm_marks_set_heap_instrumented(void) { atomic_store(&heap_instr, 1); }
 

@@ -36,6 +36,9 @@ void crpm_marks_remove(int h);
 void crpm_marks_take(uintptr_t base, uint64_t len, uint64_t *gbits);
 /* After the takes of a checkpoint, before its data is read. */
 void crpm_marks_fence(void);
+/* Modules of the program compiled with the pass loaded so far (their
+ * constructors call crpm_instr_module). */
+int crpm_marks_modules(void);
 /* The persistent heap's allocator (lib/heap) was compiled with the pass, so
  * its own stores mark: it says so when it makes or attaches a heap.  Until
  * then (and in builds without the plugin) the engine compares the heap. */
