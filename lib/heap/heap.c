@@ -680,6 +680,11 @@ void crpm_heap_trim(crpm_heap *h)
     lock_release(h, held);
 }
 
+#ifdef CRPM_HEAP_INSTRUMENTED
+/* tells the pass this is libcrpm, not a program's module (no constructor) */
+__attribute__((used)) static const char crpm_instr_library = 1;
+#endif
+
 int crpm_heap_instrumented(void)
 {
 #ifdef CRPM_HEAP_INSTRUMENTED

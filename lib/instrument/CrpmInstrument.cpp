@@ -57,9 +57,6 @@ constexpr unsigned BoxShift = 16;
 constexpr uint64_t MaxStore = 64;
 constexpr unsigned GranuleShift = 8;
 
-cl::opt<bool> Library("crpm-library",
-                      cl::desc("libcrpm pass: compiling libcrpm itself (no module constructor)"), cl::init(false));
-
 cl::opt<bool> NoLoops("crpm-no-loop-ranges", cl::desc("libcrpm pass: mark every store, no loop ranges"),
                       cl::init(false));
 
@@ -401,7 +398,8 @@ struct CrpmInstrumentPass : PassInfoMixin<CrpmInstrumentPass> {
 struct CrpmModulePass : PassInfoMixin<CrpmModulePass> {
     PreservedAnalyses run(Module &M, ModuleAnalysisManager &)
     {
-        if (Library || M.getFunction("crpm.instr.module"))
+        // libcrpm's own instrumented code (the heap's allocator) defines crpm_instr_library
+        if (M.getNamedGlobal("crpm_instr_library") || M.getFunction("crpm.instr.module"))
             return PreservedAnalyses::all();
         LLVMContext &C = M.getContext();
         FunctionCallee Note = M.getOrInsertFunction("crpm_instr_module", Type::getVoidTy(C));
