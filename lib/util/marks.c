@@ -144,25 +144,37 @@ CRPM_API void crpm_instr_mark_range(const void *p, size_t n)
 
 CRPM_API void crpm_instr_written(const void *p, size_t n) { crpm_instr_mark_range(p, n); }
 
+/* Takes the marks of granule bytes m[k] for k in [k0, k1), into gbits. */
+static void take_bytes(unsigned char *m, uintptr_t k0, uintptr_t k1, uint64_t *gbits)
+{
+    for (uintptr_t k = k0; k < k1; k++)
+        if (__atomic_load_n(&m[k], __ATOMIC_RELAXED) && __atomic_exchange_n(&m[k], 0, __ATOMIC_ACQ_REL))
+            gbits[k / 64] |= 1ull << (k % 64);
+}
+
 void crpm_marks_take(uintptr_t base, uint64_t len, uint64_t *gbits)
 {
     unsigned char *sh = __atomic_load_n(&crpm_instr_shadow, __ATOMIC_ACQUIRE);
     if (!sh || !len)
         return;
-    uintptr_t g0 = base >> GS, n = ((base + len - 1) >> GS) - g0 + 1, k = 0;
+    uintptr_t g0 = base >> GS, n = ((base + len - 1) >> GS) - g0 + 1;
     unsigned char *m = sh + g0;
-    for (; k + 8 <= n; k += 8) { /* eight clear granules at a time */
-        uint64_t v;
-        memcpy(&v, m + k, 8);
-        if (!v)
+    /* whole aligned words of eight marks are taken with one exchange: a
+     * marker's byte store lands before it (taken) or after (kept) */
+    uintptr_t k = (8 - ((uintptr_t)m & 7)) & 7;
+    if (k > n)
+        k = n;
+    take_bytes(m, 0, k, gbits);
+    for (; k + 8 <= n; k += 8) {
+        uint64_t *w = (uint64_t *)(void *)(m + k), v = __atomic_load_n(w, __ATOMIC_RELAXED);
+        if (!v || !(v = __atomic_exchange_n(w, 0, __ATOMIC_ACQ_REL)))
             continue;
-        for (uintptr_t j = k; j < k + 8; j++)
-            if (__atomic_load_n(&m[j], __ATOMIC_RELAXED) && __atomic_exchange_n(&m[j], 0, __ATOMIC_ACQ_REL))
-                gbits[j / 64] |= 1ull << (j % 64);
+        for (unsigned j = 0; j < 8; j++)
+            if ((v >> (8 * j)) & 0xff) /* byte j of the value: memory byte j (little endian) or 7 - j */
+                gbits[(k + (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? j : 7 - j)) / 64] |=
+                    1ull << ((k + (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? j : 7 - j)) % 64);
     }
-    for (; k < n; k++)
-        if (__atomic_load_n(&m[k], __ATOMIC_RELAXED) && __atomic_exchange_n(&m[k], 0, __ATOMIC_ACQ_REL))
-            gbits[k / 64] |= 1ull << (k % 64);
+    take_bytes(m, k, n, gbits);
 }
 
 void crpm_marks_fence(void)
