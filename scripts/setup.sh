@@ -6,7 +6,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${CRPM_BUILD_DIR:-$here/build}
 pkgs=(libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libpmem-dev libpmemobj-dev libinih-dev libisal-dev zlib1g-dev
       gfortran cmake pkg-config make gcc g++ python3 python3-matplotlib procps
-      python3-mpi4py python3-numpy python3-venv python3-setuptools)
+      python3-mpi4py python3-numpy python3-venv python3-setuptools
+      clang-14 llvm-14-dev)  # clang-14, llvm-14-dev: the pass plugin (lib/instrument, CRPM_INSTRUMENT)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -5,6 +5,11 @@
 //   plain     std containers, std::allocator, no persistence (the baseline)
 //   tracked   the containers in libcrpm's heap, change_tracking = pagemap
 //   compare   the same, change_tracking = compare
+//   instrumented  the same, change_tracking = instrumented (bench_map_instr:
+//             this file compiled by clang-14 with the libcrpm pass plugin;
+//             bench_map_clang: without it, its plain baseline);
+//             instrumented-verify checks at each checkpoint that every change
+//             was marked (slow: every block compared besides)
 //   fullcopy  the same heap written whole at every checkpoint (method = full:
 //             a new file, write(), fsync, as FTI's level 1)
 //   pmemobj   a hash map on PMDK libpmemobj, every update a transaction
@@ -244,7 +249,11 @@ struct Opts {
     bool lower_bound = false;
 };
 
-bool on_heap(const Opts &o) { return o.variant == "tracked" || o.variant == "compare" || o.variant == "fullcopy"; }
+bool on_heap(const Opts &o)
+{
+    return o.variant == "tracked" || o.variant == "compare" || o.variant.rfind("instrumented", 0) == 0 ||
+           o.variant == "fullcopy";
+}
 
 // The bytes of 256-byte blocks that changed since the previous checkpoint
 // (o1: what an oracle writing only changed blocks would write) and since the
@@ -339,7 +348,7 @@ Result run_workload(Store &s, const Opts &o, const std::string &w, const Zipf &z
 
 void usage()
 {
-    std::fprintf(stderr, "usage: bench_map --variant plain|tracked|compare|fullcopy|pmemobj --structure umap|map "
+    std::fprintf(stderr, "usage: bench_map --variant plain|tracked|compare|instrumented[-verify]|fullcopy|pmemobj --structure umap|map "
                  "[--keys N] [--seconds S] [--interval-ms T] [--workloads LIST] [--dir D] [--lower-bound]\n");
     std::exit(2);
 }
@@ -373,7 +382,7 @@ int main(int argc, char **argv)
         std::snprintf(cfg, sizeof cfg,
                       "[basic]\nckpt_dir = %s\njob_name = map\nheap_size = 16G\nverbosity = 0\n[advanced]\n"
                       "change_tracking = %s\nmethod = %s\npersistence = pmem\nheap_base = %#llx\n", base,
-                      o.variant == "tracked" ? "pagemap" : "compare", o.variant == "fullcopy" ? "full" : "differential", (unsigned long long)HEAP_BASE);
+                      o.variant == "tracked" ? "pagemap" : o.variant.rfind("instrumented", 0) == 0 ? o.variant.c_str() : "compare", o.variant == "fullcopy" ? "full" : "differential", (unsigned long long)HEAP_BASE);
         if (crpm_init_text(cfg, "bench_map", MPI_COMM_WORLD)) {
             std::fprintf(stderr, "bench_map: crpm_init: %s\n", crpm_last_error());
             return 1;

@@ -106,6 +106,8 @@ static int write_data(crpm_container *c, crpm_seg_plan *lay, const crpm_packing 
         crpm_track_pagemap.prepare(c);
     if (e->any_declared)
         crpm_track_declared.prepare(c);
+    if (e->instr)
+        crpm_track_instr.prepare(c);
     crpm_track_kind.prepare(c);
     crpm_track_compare.prepare(c);
     return crpm_par_write(c, lay, pk, st); /* over the engine's workers (par.c) */

@@ -108,7 +108,9 @@ int crpm_container_open(const crpm_open_opts *o, crpm_container **out, int *crea
         return crpm_error(CRPM_ERR_NOMEM, "out of memory");
     }
     e->want_tracking = o->change_tracking;
-    if (o->change_tracking && crpm_tracker_open(&e->trk) != 0) {
+    e->instr = o->change_tracking == CRPM_TRACK_INSTR || o->change_tracking == CRPM_TRACK_INSTR_VERIFY;
+    e->verify = o->change_tracking == CRPM_TRACK_INSTR_VERIFY;
+    if (o->change_tracking == CRPM_TRACK_PAGEMAP && crpm_tracker_open(&e->trk) != 0) {
         e->trk = NULL; /* compare everything: always exact */
         snprintf(e->track_msg, sizeof e->track_msg, "%s", crpm_last_error());
         crpm_error_clear();
@@ -138,5 +140,7 @@ const char *crpm_container_tracking(const crpm_container *c)
         return NULL;
     if (c->eng->trk)
         return "pagemap";
+    if (c->eng->instr)
+        return c->eng->verify ? "instrumented-verify" : "instrumented";
     return c->eng->want_tracking ? c->eng->track_msg : NULL;
 }

@@ -31,13 +31,20 @@ int crpm_container_declare_writes(crpm_container *c, int32_t id);
 /* Bytes [off, off+len) of array id changed (clipped to the array). */
 void crpm_container_written(crpm_container *c, int32_t id, uint64_t off, uint64_t len);
 
+/* With change_tracking = instrumented: array id (protected) is written by
+ * code the pass did not compile (on = 1), so every checkpoint compares it
+ * whole; on = 0 follows its marks again (the next checkpoint compares it
+ * whole once). */
+int crpm_container_uninstrumented(crpm_container *c, int32_t id, int on);
+
 /* Commit epoch+1 holding the protected arrays. */
 int crpm_container_checkpoint(crpm_container *c, uint64_t user_id, crpm_stats_t *st);
 /* Copy the committed epoch into the protected arrays; the protected set must
  * match the saved one (ids, element sizes, counts). */
 int crpm_container_recover(crpm_container *c);
 
-/* NULL: change tracking not asked for; "pagemap": active; otherwise the
+/* NULL: change tracking not asked for; "pagemap", "instrumented" or
+ * "instrumented-verify": active; otherwise the
  * reason it is not available (every block is compared instead). */
 const char *crpm_container_tracking(const crpm_container *c);
 /* With change tracking asked for: why array id is compared whole instead of

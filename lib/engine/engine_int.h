@@ -9,6 +9,8 @@
  *   track_pagemap.c  change tracking by the kernel's page tracker (track.c)
  *   track_kind.c     change tracking by the array's memory kind (memkind.h:
  *                    kinds that stage their changed blocks, e.g. GPU memory)
+ *   track_instr.c    change tracking by the marks of code compiled with the
+ *                    pass plugin (util/marks.c: the process's table of ranges)
  *   pack.c           small arrays sharing segments (packs, format.h)
  *   par.c            the data passes of checkpoint and recovery split into
  *                    tasks for the worker pool (util/pool.h)
@@ -84,6 +86,7 @@ extern const crpm_track_ops crpm_track_pagemap;  /* pages the kernel saw written
 extern const crpm_track_ops crpm_track_declared; /* blocks the owner reported */
 extern const crpm_track_ops crpm_track_kind;     /* blocks the memory kind staged */
 extern const crpm_track_ops crpm_track_packed;   /* small: compared with its pack (pack.c) */
+extern const crpm_track_ops crpm_track_instr;    /* blocks instrumented code marked (track_instr.c) */
 
 /* The engine's state of one protected region. */
 typedef struct crpm_eregion {
@@ -105,13 +108,19 @@ typedef struct crpm_eregion {
     void *kstate;            /* the memory kind's state (attach), kinds that stage */
     int synced;              /* the kind's copy is the committed state */
     int staged;              /* the kind staged this checkpoint */
+    int uninstr;             /* written by code the pass did not compile: compared whole */
+    int mark_h;              /* its range in the marks table + 1 (0: none) */
+    uintptr_t mark_base;     /* the range marked */
+    uint64_t mark_len;
 } crpm_eregion;
 
 /* The engine's state of one container. */
 typedef struct crpm_engine crpm_engine;
 struct crpm_engine {
     crpm_tracker *trk;       /* NULL: no page tracker */
-    int want_tracking;
+    int want_tracking;       /* crpm_open_opts.change_tracking (CRPM_TRACK_*) */
+    int instr;               /* instrumented (or -verify): regions follow the marks */
+    int verify;              /* instrumented-verify: every block compared, an unmarked change fails */
     char track_msg[256];     /* why tracking was not available */
     int any_declared;        /* some region reports its writes (sticky) */
     uint64_t generation;     /* the container's generation the regions' states describe */
@@ -163,6 +172,9 @@ int crpm_track_stale(crpm_eregion *e, uint64_t bytes, uint64_t blk);
 /* The segment step of the ops whose report fills wbits (pagemap, declared). */
 int crpm_track_bits_segment(crpm_container *c, crpm_region *r, crpm_seg *s, uint64_t off, uint64_t len,
                             int resized, crpm_ck_stats *st);
+
+/* track_instr.c: r's range leaves the marks table. */
+void crpm_track_instr_release(crpm_eregion *e);
 
 /* pack.c */
 /* The largest array packed (0: the container has no packs). */

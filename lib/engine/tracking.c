@@ -8,6 +8,7 @@
  *             two copies may differ, are compared
  *   pagemap   track_pagemap.c: the pages the kernel saw written
  *   kind      track_kind.c: the blocks the array's memory kind staged
+ *   instrumented  track_instr.c: the blocks code compiled with the pass marked
  *   packed    small arrays, compared with the other arrays of their pack
  *
  * The ops that fill a region's wbits share the segment step
@@ -16,6 +17,8 @@
 #include <string.h>
 #include "engine_int.h"
 #include "bits.h"
+#include "marks.h"
+#include "reserved_ids.h"
 
 /* ---- compare everything ------------------------------------------------------ */
 
@@ -205,15 +208,38 @@ int crpm_track_choose(crpm_container *c, crpm_region *r)
     } else if (e->declared) {
         ops = &crpm_track_declared;
         why = NULL;
+    } else if (eng->instr && e->uninstr) {
+        why = "marked as written by uninstrumented code: compared whole";
+    } else if (eng->instr && r->id == CRPM_ID_HEAP && !crpm_marks_heap_instrumented()) {
+        why = "the persistent heap's allocator was not compiled with the pass (a build without clang-14): "
+              "compared whole";
+    } else if (eng->instr && (k->flags & CRPM_MEM_HOST)) {
+        why = crpm_track_instr.attach(c, r);
+        ops = why ? &crpm_track_compare : &crpm_track_instr;
+    } else if (eng->instr) {
+        why = untrackable(k);
     } else if (eng->trk && (k->flags & CRPM_MEM_TRACKABLE) && (k->flags & CRPM_MEM_HOST)) {
         why = crpm_track_pagemap.attach(c, r);
         ops = why ? &crpm_track_compare : &crpm_track_pagemap;
     } else if (eng->trk) {
         why = untrackable(k);
     }
+    if (ops != &crpm_track_instr)
+        crpm_track_instr_release(e); /* its stores need no marks now */
     e->ops = ops;
     e->why = why;
     return CRPM_SUCCESS;
+}
+
+int crpm_container_uninstrumented(crpm_container *c, int32_t id, int on)
+{
+    crpm_region *r = crpm_region_find(c, id);
+    if (!r || !r->prot.elem_size || !r->eng)
+        return crpm_error(CRPM_ERR_INVAL, "uninstrumented writer: id %d is not protected", id);
+    if (r->eng->uninstr && !on)
+        r->eng->rescan_all = 1; /* what it wrote unmarked is compared once more */
+    r->eng->uninstr = on != 0;
+    return crpm_track_choose(c, r);
 }
 
 void crpm_track_detach_kind(crpm_region *r)
@@ -231,6 +257,7 @@ void crpm_track_drop(crpm_region *r)
     if (!r->eng)
         return;
     crpm_track_detach_kind(r);
+    crpm_track_instr_release(r->eng);
     free(r->eng->wbits);
     free(r->eng->stale);
     free(r->eng);

@@ -23,6 +23,14 @@ typedef struct crpm_layout {
     int group_size, l3_parity;
 } crpm_layout;
 
+/* crpm_open_opts.change_tracking */
+enum crpm_track_mode {
+    CRPM_TRACK_COMPARE = 0,      /* every block */
+    CRPM_TRACK_PAGEMAP = 1,      /* pages the kernel saw written (engine/track.h) */
+    CRPM_TRACK_INSTR = 2,        /* blocks marked by code compiled with the pass (engine/marks.h) */
+    CRPM_TRACK_INSTR_VERIFY = 3, /* the same, every block also compared: an unmarked change fails */
+};
+
 typedef struct crpm_open_opts {
     const char *path;
     uint64_t segment_size;     /* power of two; 0 = default 2 MiB (checked on open if nonzero) */
@@ -33,7 +41,7 @@ typedef struct crpm_open_opts {
     const crpm_backend *backend; /* overrides persistence (tests: &crpm_backend_sim) */
     int create;                /* 1: create if missing; 0: must exist */
     uint64_t slot_size;        /* bytes per metadata slot on create; 0 = room for 64 GiB */
-    int change_tracking;       /* 1: compare only pages the kernel saw written (track.h) */
+    int change_tracking;       /* CRPM_TRACK_*: which blocks a checkpoint compares */
     int read_only;             /* 1: tools: map O_RDONLY/PROT_READ (backend and create ignored) and
                                 * take a consistent view of the committed epoch although a live job
                                 * may be checkpointing into the file (see crpm_container_snapshot) */

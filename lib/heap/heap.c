@@ -26,6 +26,7 @@
 #include <string.h>
 #include "error.h"
 #include "heap_int.h"
+#include "marks.h"
 
 /* ---- lock ------------------------------------------------------------------ */
 
@@ -679,6 +680,20 @@ void crpm_heap_trim(crpm_heap *h)
     lock_release(h, held);
 }
 
+#ifdef CRPM_HEAP_INSTRUMENTED
+/* tells the pass this is libcrpm, not a program's module (no constructor) */
+__attribute__((used)) static const char crpm_instr_library = 1;
+#endif
+
+int crpm_heap_instrumented(void)
+{
+#ifdef CRPM_HEAP_INSTRUMENTED
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 uint64_t crpm_heap_used_bytes(crpm_heap *h)
 {
     int held = lock_taken(h);
@@ -765,6 +780,9 @@ static uint64_t limit_of(const crpm_heap *h, uint64_t reserve)
 int crpm_heap_create(crpm_heap **out, void *mem, uint64_t reserve, unsigned arena_shift, crpm_heap_grow_fn grow,
                      void *arg)
 {
+#ifdef CRPM_HEAP_INSTRUMENTED
+    crpm_marks_set_heap_instrumented();
+#endif
     *out = NULL;
     unsigned as = arena_shift ? arena_shift : CRPM_HEAP_ARENA_SHIFT;
     if (as < CRPM_HEAP_ARENA_SHIFT_MIN || as > CRPM_HEAP_ARENA_SHIFT_MAX)
@@ -806,6 +824,9 @@ int crpm_heap_create(crpm_heap **out, void *mem, uint64_t reserve, unsigned aren
 int crpm_heap_attach(crpm_heap **out, void *mem, uint64_t extent, uint64_t reserve, int check_base,
                      crpm_heap_grow_fn grow, void *arg)
 {
+#ifdef CRPM_HEAP_INSTRUMENTED
+    crpm_marks_set_heap_instrumented();
+#endif
     *out = NULL;
     if (!mem || ((uintptr_t)mem & (CRPM_HEAP_PAGE - 1)))
         return crpm_error(CRPM_ERR_CORRUPT, "heap: region %p is not page aligned", mem);

@@ -98,6 +98,9 @@ void crpm_heap_trim(crpm_heap *h);
 
 /* Usable bytes of the live blocks. */
 uint64_t crpm_heap_used_bytes(crpm_heap *h);
+/* 1 when this allocator was compiled with the libcrpm pass plugin: its own
+ * stores into the heap mark their blocks (change_tracking = instrumented). */
+int crpm_heap_instrumented(void);
 /* Bytes of the region in use (arenas taken, rounded up as it grows by
  * half): what must be saved and restored.  Grows only. */
 uint64_t crpm_heap_extent(crpm_heap *h);

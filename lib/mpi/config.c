@@ -404,9 +404,13 @@ static int set_advanced(crpm_config *cfg, int k, const char *value, const char *
             cfg->change_tracking = 0;
         else if (strcmp(value, "pagemap") == 0)
             cfg->change_tracking = 1;
+        else if (strcmp(value, "instrumented") == 0)
+            cfg->change_tracking = 2;
+        else if (strcmp(value, "instrumented-verify") == 0)
+            cfg->change_tracking = 3;
         else
             ok = 0;
-        *want = "compare or pagemap";
+        *want = "compare, pagemap, instrumented or instrumented-verify";
         break;
     }
     (void)l;

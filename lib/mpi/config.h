@@ -41,7 +41,8 @@ typedef struct crpm_config {
     uint64_t block_size;                /* 0 = engine default */
     int persistence;                    /* enum crpm_persistence */
     int method;                         /* CRPM_METHOD_*: differential container or full files */
-    int change_tracking;                /* 1: skip pages the kernel saw unwritten (pagemap) */
+    int change_tracking;                /* crpm_open_opts.change_tracking: 0 compare, 1 pagemap, 2 instrumented,
+                                           3 instrumented-verify */
     double lock_wait_s;                 /* how long init waits for another process's locks */
     int on_unrecoverable_fresh;         /* 1: start fresh when no checkpoint can be used */
     int huge_pages;                     /* 1: recovery advises huge pages on the arrays it fills */

@@ -67,7 +67,8 @@ int crpm_jobdir_open(crpm_ctx *ctx, const char *path, int create, crpm_container
     if (rc == 0)
         crpm_container_set_pool(*out, ctx->pool); /* the rank's workers (api_team.c) */
     const char *trk = rc == 0 ? crpm_container_tracking(*out) : NULL;
-    if (trk && strcmp(trk, "pagemap") != 0 && ctx->cfg.verbosity >= 1 && ctx->rank == 0) {
+    if (trk && ctx->cfg.change_tracking == 1 && strcmp(trk, "pagemap") != 0 && ctx->cfg.verbosity >= 1 &&
+        ctx->rank == 0) {
         /* still exact, only slower: a warning, not an error */
         fprintf(stderr, "[crpm rank 0] change_tracking = pagemap unavailable, comparing every block: %s\n", trk);
         fflush(stderr);

@@ -5,7 +5,9 @@
  * container says it is recoverable.  After each checkpoint returns, the media
  * alone must hold epoch k.
  *
- *   test_crash_sim DIR MIN_IMAGES [track|declared|device|gpu|-] [WORKERS]
+ *   test_crash_sim DIR MIN_IMAGES [track|declared|device|gpu|instr|-] [WORKERS]
+ *   (instr: change_tracking = instrumented-verify, for the build of this file
+ *   with the pass plugin in tests/instrument)
  * device: the arrays live in mock device memory (mock_device.h), some in a
  * kind that stages its own changes, some in one that only copies.
  * gpu: the GPU kinds of lib/device (diff, fingerprint, full by array) on the
@@ -65,7 +67,7 @@ static uint64_t images, failures, rng_img, resumable, resumed;
 static char img_path[256];
 static char *img;
 static int mid_checkpoint;
-static int track; /* run the workloads with change_tracking = pagemap */
+static int track; /* change_tracking of the workloads (CRPM_TRACK_*): pagemap, or instrumented-verify */
 static int declared; /* the workloads report their writes (crpm_container_written) */
 static int device; /* the arrays are in mock device memory */
 static int gpu;    /* ... of the mock GPU device, through the GPU kinds */
@@ -340,7 +342,7 @@ static void run_workload(uint64_t seed, uint64_t seg, uint64_t blk, int nepochs,
     int rc = crpm_container_open(&o, &c, NULL);
     REQUIRE(rc == 0, "open: %s", crpm_last_error());
     crpm_container_set_pool(c, pool);
-    if (track && strcmp(crpm_container_tracking(c), "pagemap") != 0) {
+    if (track == CRPM_TRACK_PAGEMAP && strcmp(crpm_container_tracking(c), "pagemap") != 0) {
         printf("SKIP: change tracking not available: %s\n", crpm_container_tracking(c));
         exit(77);
     }
@@ -432,7 +434,10 @@ int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     uint64_t min_images = argc > 2 ? strtoull(argv[2], NULL, 10) : 10000;
-    track = argc > 3 && strcmp(argv[3], "track") == 0;
+    track = argc > 3 && strcmp(argv[3], "track") == 0 ? CRPM_TRACK_PAGEMAP : 0;
+    /* compiled with the pass (tests/instrument): marks, every block verified besides */
+    if (argc > 3 && strcmp(argv[3], "instr") == 0)
+        track = CRPM_TRACK_INSTR_VERIFY;
     declared = argc > 3 && strcmp(argv[3], "declared") == 0;
     device = argc > 3 && strcmp(argv[3], "device") == 0;
     gpu = argc > 3 && strcmp(argv[3], "gpu") == 0;
