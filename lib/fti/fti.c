@@ -31,7 +31,7 @@ typedef struct field {
     fti_id_t type;
     size_t offset;
     int ndims;
-    int dims[FTI_MAX_DIMS];
+    int64_t dims[FTI_MAX_DIMS];
 } field;
 
 typedef struct type_rec {
@@ -187,7 +187,7 @@ fti_id_t FTI_InitCompositeType(const char *name, size_t size, FTIT_H5Group *h5g)
 }
 
 static int add_field(const char *fn, fti_id_t id, const char *name, fti_id_t ftype, size_t offset, int ndims,
-                     const int *dims)
+                     const int64_t *dims)
 {
     if (!F.init)
         return not_init(fn);
@@ -206,8 +206,9 @@ static int add_field(const char *fn, fti_id_t id, const char *name, fti_id_t fty
     }
     uint64_t bytes = (uint64_t)fct.size;
     for (int d = 0; d < ndims; d++) {
-        if (dims[d] <= 0) {
-            fti_say(FTI_EROR, 1, "%s: dimension %d of field '%s' is %d", fn, d, name ? name : "", dims[d]);
+        if (dims[d] <= 0 || (uint64_t)dims[d] > UINT64_MAX / bytes) {
+            fti_say(FTI_EROR, 1, "%s: dimension %d of field '%s' is %lld", fn, d, name ? name : "",
+                    (long long)dims[d]);
             return FTI_NSCS;
         }
         bytes *= (uint64_t)dims[d];
@@ -240,7 +241,7 @@ int FTI_AddScalarField(fti_id_t id, const char *name, fti_id_t fid, size_t offse
     return add_field("FTI_AddScalarField", id, name, fid, offset, 0, NULL);
 }
 
-int FTI_AddVectorField(fti_id_t id, const char *name, fti_id_t tid, size_t offset, int ndims, int *dim_sizes)
+int FTI_AddVectorField(fti_id_t id, const char *name, fti_id_t tid, size_t offset, int ndims, int64_t *dim_sizes)
 {
     if (ndims < 1) {
         fti_say(FTI_EROR, 1, "FTI_AddVectorField: field '%s' needs at least one dimension", name ? name : "");
@@ -334,7 +335,7 @@ int FTI_SetAttribute(int id, FTIT_attribute attribute, FTIT_attributeFlag flag)
     return FTI_SCES;
 }
 
-int FTI_DefineDataset(int id, int rank, int *dimLength, const char *name, FTIT_H5Group *h5group)
+int FTI_DefineDataset(int id, int rank, int64_t *dimLength, const char *name, FTIT_H5Group *h5group)
 {
     const char *fn = "FTI_DefineDataset";
     (void)h5group;
@@ -350,7 +351,7 @@ int FTI_DefineDataset(int id, int rank, int *dimLength, const char *name, FTIT_H
     FTIT_dimension d = {.ndims = rank};
     for (int i = 0; i < rank; i++) {
         if (dimLength[i] < 0) {
-            fti_say(FTI_EROR, 1, "%s(%d): dimension %d is %d", fn, id, i, dimLength[i]);
+            fti_say(FTI_EROR, 1, "%s(%d): dimension %d is %lld", fn, id, i, (long long)dimLength[i]);
             return FTI_NSCS;
         }
         d.count[i] = (FTIT_hsize_t)dimLength[i];
@@ -679,6 +680,65 @@ static int read_config(MPI_Comm comm, const char *file, char **text, char *err, 
     buf[len] = '\0';
     *text = buf;
     return 0;
+}
+
+/* FTI_GetConfig: the file read and parsed as FTI_Init reads it (collective
+ * over comm: rank 0 reads, all parse the same text). */
+FTIT_allConfiguration FTI_GetConfig(const char *configFile, MPI_Comm comm)
+{
+    FTIT_allConfiguration a;
+    memset(&a, 0, sizeof a);
+    a.configuration.ioMode = -1;
+    int mpi = 0, fin = 0;
+    MPI_Initialized(&mpi);
+    MPI_Finalized(&fin);
+    if (!mpi || fin || comm == MPI_COMM_NULL) {
+        fti_say(FTI_EROR, 1, "FTI_GetConfig: needs MPI and a communicator");
+        return a;
+    }
+    char err[1024] = "", *text = NULL;
+    fti_settings *st = calloc(1, sizeof *st);
+    if (!st) {
+        fti_say(FTI_EROR, 1, "FTI_GetConfig: out of memory");
+        return a;
+    }
+    int bad = read_config(comm, configFile, &text, err, sizeof err) != 0 ||
+              fti_config_parse(text, configFile, st, err, sizeof err) != 0;
+    free(text);
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (bad) {
+        if (rank == 0)
+            fti_say(FTI_EROR, 1, "FTI_GetConfig: %s", err);
+        free(st);
+        return a;
+    }
+    FTIT_configuration *c = &a.configuration;
+    snprintf(c->cfgFile, sizeof c->cfgFile, "%s", configFile);
+    c->ioMode = FTI_IO_POSIX + st->ckpt_io - 1;
+    c->verbosity = st->verbosity;
+    c->saveLastCkpt = st->keep_last_ckpt;
+    c->keepL4Ckpt = st->keep_l4_ckpt;
+    c->dcpEnabled = st->enable_dcp;
+    snprintf(c->localDir, sizeof c->localDir, "%s", st->ckpt_dir);
+    snprintf(c->glbalDir, sizeof c->glbalDir, "%s", st->glbl_dir);
+    snprintf(c->metadDir, sizeof c->metadDir, "%s", st->meta_dir);
+    FTIT_topology *t = &a.topology;
+    t->nbProc = size;
+    t->myRank = rank;
+    t->nodeSize = st->node_size;
+    t->nbNodes = (size + st->node_size - 1) / st->node_size;
+    t->nbHeads = st->head;
+    t->nbApprocs = st->node_size;
+    t->groupSize = st->group_size;
+    t->nodeID = rank / st->node_size;
+    for (int l = 1; l <= 4; l++) {
+        a.checkpoints[l].ckptIntv = st->ckpt_min[l];
+        a.checkpoints[l].isInline = l == 1 ? 1 : st->inline_l[l];
+    }
+    free(st);
+    return a;
 }
 
 static void release(void)

@@ -79,7 +79,7 @@ int main(int argc, char **argv)
         data[i] = rank + i * 0.5;
     CHECK(FTI_Protect(a, &step, 1, FTI_INTG) == FTI_SCES);
     CHECK(FTI_Protect(b, data, 100, FTI_DBLE) == FTI_SCES);
-    int dims[2] = {10, 10};
+    int64_t dims[2] = {10, 10};
     CHECK(FTI_DefineDataset(b, 2, dims, "data", NULL) == FTI_SCES);
     CHECK(FTI_DefineDataset(77, 2, dims, "nothing", NULL) == FTI_NSCS); /* not protected */
     CHECK(FTI_Checkpoint(1, 9) == FTI_NSCS);
