@@ -49,6 +49,7 @@ typedef struct var_rec {
     fti_id_t type;
     char name[FTI_BUFS];
     FTIT_dimension dim;
+    void *icp_copy;         /* FTI_AddVarICP: the value when it was added */
 } var_rec;
 
 typedef struct str_id {
@@ -73,6 +74,8 @@ static struct {
     int nodes_even;         /* every node has the same number of ranks */
     int l3;                 /* the nodes form whole groups of group_size: FTI level 3 is libcrpm's */
     int notice_l23, notice_l3, notice_l4;
+    int icp_open, icp_on;   /* between FTI_InitICP and FTI_FinalizeICP; activated */
+    int icp_id, icp_level;
     type_rec *types;        /* handles NPREDEF.. */
     int ntypes;
     var_rec *vars;
@@ -288,6 +291,8 @@ int FTI_Protect(int id, void *ptr, int64_t count, fti_id_t tid)
     v->ptr = ptr;
     v->count = count;
     v->type = tid;
+    fti_say(FTI_INFO, 0, "variable %d protected: %lld elements of %lld bytes", id, (long long)count,
+            (long long)ct.size);
     return FTI_SCES;
 }
 
@@ -496,7 +501,115 @@ int FTI_Checkpoint(int id, int level)
     /* the newest state is the one in memory: nothing waits to be recovered */
     F.pending = 0;
     F.ckpts++;
+    fti_say(FTI_INFO, 0, "checkpoint %d (FTI level %d) taken as libcrpm level %d", id, level, cl);
     return FTI_DONE;
+}
+
+/* ---- incremental checkpoints (ICP) ------------------------------------------
+ * FTI writes each variable when FTI_AddVarICP names it, so the checkpoint
+ * holds each variable's value at that moment while the program goes on
+ * changing the others.  Here each added variable's bytes are copied then;
+ * FTI_FinalizeICP protects the copies in place of the variables, takes one
+ * (differential) checkpoint and protects the variables again.  A protected
+ * variable that was not added is saved with its value at FTI_FinalizeICP. */
+static void icp_drop(void)
+{
+    for (int i = 0; i < F.nvars; i++) {
+        free(F.vars[i].icp_copy);
+        F.vars[i].icp_copy = NULL;
+    }
+    F.icp_open = F.icp_on = 0;
+}
+
+int FTI_InitICP(int id, int level, bool activate)
+{
+    if (!F.init)
+        return not_init("FTI_InitICP");
+    if (F.icp_open) {
+        fti_say(FTI_EROR, 1, "FTI_InitICP(%d): checkpoint %d is still open (FTI_FinalizeICP first)", id, F.icp_id);
+        return FTI_NSCS;
+    }
+    if (activate && map_level(level) < 0)
+        return FTI_NSCS;
+    F.icp_open = 1;
+    F.icp_on = activate;
+    F.icp_id = id;
+    F.icp_level = level;
+    return FTI_SCES;
+}
+
+int FTI_AddVarICP(int varID)
+{
+    const char *fn = "FTI_AddVarICP";
+    if (!F.init)
+        return not_init(fn);
+    if (!F.icp_open) {
+        fti_say(FTI_EROR, 1, "%s(%d): no incremental checkpoint is open (FTI_InitICP first)", fn, varID);
+        return FTI_NSCS;
+    }
+    if (!F.icp_on)
+        return FTI_SCES;
+    var_rec *v = protected_var(fn, varID);
+    crpm_type_t ct;
+    if (!v || type_of(v->type, &ct) != 0)
+        return FTI_NSCS;
+    if (v->icp_copy) {
+        fti_say(FTI_EROR, 1, "%s(%d): variable already added to checkpoint %d", fn, varID, F.icp_id);
+        return FTI_NSCS;
+    }
+    size_t bytes = (size_t)v->count * (size_t)ct.size;
+    v->icp_copy = malloc(bytes ? bytes : 1);
+    if (!v->icp_copy) {
+        fti_say(FTI_EROR, 1, "%s(%d): cannot allocate %zu bytes for the variable's value", fn, varID, bytes);
+        return FTI_NSCS;
+    }
+    if (bytes)
+        memcpy(v->icp_copy, v->ptr, bytes);
+    return FTI_SCES;
+}
+
+int FTI_FinalizeICP(void)
+{
+    const char *fn = "FTI_FinalizeICP";
+    if (!F.init)
+        return not_init(fn);
+    if (!F.icp_open) {
+        fti_say(FTI_EROR, 1, "%s: no incremental checkpoint is open (FTI_InitICP first)", fn);
+        return FTI_NSCS;
+    }
+    if (!F.icp_on) {
+        icp_drop();
+        return FTI_SCES;
+    }
+    /* The copies stand in for their variables during the checkpoint; every
+     * variable gets its own memory back whatever happens. */
+    int ok = 1, swapped = 0;
+    for (int i = 0; i < F.nvars && ok; i++) {
+        var_rec *v = &F.vars[i];
+        crpm_type_t ct;
+        if (!v->icp_copy)
+            continue;
+        ok = type_of(v->type, &ct) == 0 && crpm_ok(crpm_protect(v->id, v->icp_copy, v->count, ct), fn);
+        swapped = i + 1;
+    }
+    /* A protection that failed is local: the ranks agree before the
+     * (collective) checkpoint, so that none waits in it alone. */
+    int all_ok = 0, rc = FTI_NSCS;
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, F.comm) != MPI_SUCCESS)
+        all_ok = 0;
+    if (all_ok)
+        rc = FTI_Checkpoint(F.icp_id, F.icp_level);
+    else
+        fti_say(FTI_EROR, 1, "%s: checkpoint %d not taken: %s", fn, F.icp_id,
+                ok ? "a variable could not be set aside on another rank" : "a variable could not be set aside");
+    for (int i = 0; i < swapped; i++) {
+        var_rec *v = &F.vars[i];
+        crpm_type_t ct;
+        if (v->icp_copy && type_of(v->type, &ct) == 0 && !crpm_ok(crpm_protect(v->id, v->ptr, v->count, ct), fn))
+            rc = FTI_NSCS;
+    }
+    icp_drop();
+    return rc == FTI_DONE ? FTI_SCES : FTI_NSCS;
 }
 
 /* FTI's status, not libcrpm's: 1 whatever level the checkpoint waiting to be
@@ -682,6 +795,14 @@ static int read_config(MPI_Comm comm, const char *file, char **text, char *err, 
     return 0;
 }
 
+/* dst (n bytes) gets src, cut to fit (FTI's fields are FTI_BUFS long). */
+static void copy_cut(char *dst, size_t n, const char *src)
+{
+    size_t len = strnlen(src, n - 1);
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
 /* FTI_GetConfig: the file read and parsed as FTI_Init reads it (collective
  * over comm: rank 0 reads, all parse the same text). */
 FTIT_allConfiguration FTI_GetConfig(const char *configFile, MPI_Comm comm)
@@ -715,15 +836,15 @@ FTIT_allConfiguration FTI_GetConfig(const char *configFile, MPI_Comm comm)
         return a;
     }
     FTIT_configuration *c = &a.configuration;
-    snprintf(c->cfgFile, sizeof c->cfgFile, "%s", configFile);
+    copy_cut(c->cfgFile, sizeof c->cfgFile, configFile);
     c->ioMode = FTI_IO_POSIX + st->ckpt_io - 1;
     c->verbosity = st->verbosity;
     c->saveLastCkpt = st->keep_last_ckpt;
     c->keepL4Ckpt = st->keep_l4_ckpt;
     c->dcpEnabled = st->enable_dcp;
-    snprintf(c->localDir, sizeof c->localDir, "%s", st->ckpt_dir);
-    snprintf(c->glbalDir, sizeof c->glbalDir, "%s", st->glbl_dir);
-    snprintf(c->metadDir, sizeof c->metadDir, "%s", st->meta_dir);
+    copy_cut(c->localDir, sizeof c->localDir, st->ckpt_dir);
+    copy_cut(c->glbalDir, sizeof c->glbalDir, st->glbl_dir);
+    copy_cut(c->metadDir, sizeof c->metadDir, st->meta_dir);
     FTIT_topology *t = &a.topology;
     t->nbProc = size;
     t->myRank = rank;
@@ -743,6 +864,7 @@ FTIT_allConfiguration FTI_GetConfig(const char *configFile, MPI_Comm comm)
 
 static void release(void)
 {
+    icp_drop();
     for (int i = 0; i < F.ntypes; i++)
         free(F.types[i].fields);
     free(F.types);
