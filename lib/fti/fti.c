@@ -397,26 +397,21 @@ int FTI_RenameGroup(FTIT_H5Group *h5group, const char *name)
     return FTI_SCES;
 }
 
-/* Ids are handed out in call order, so a relaunched program that asks for
- * its names in the same order gets the same ids, as with FTI. */
-int FTI_setIDFromString(const char *name)
+/* String ids survive a restart: the id of a name is derived from the name
+ * itself (FNV-1a, in 0x40000000 .. 0x7fffffff, above the ids programs
+ * number by hand), so a relaunched program finds the id its checkpoint used
+ * whatever order it names its variables in, at every level, with nothing
+ * more to store.  Two names of one run with the same id are refused. */
+static int name_id(const char *name)
 {
-    if (!F.init)
-        return not_init("FTI_setIDFromString");
-    if (!name || strlen(name) >= FTI_BUFS) {
-        fti_say(FTI_EROR, 1, "FTI_setIDFromString: need a name shorter than %d characters", FTI_BUFS);
-        return FTI_NSCS;
-    }
-    int next = 0;
-    for (int i = 0; i < F.nids; i++) {
-        if (strcmp(F.ids[i].name, name) == 0)
-            return F.ids[i].id;
-        if (F.ids[i].id >= next)
-            next = F.ids[i].id + 1;
-    }
-    for (int i = 0; i < F.nvars; i++)
-        if (F.vars[i].id >= next)
-            next = F.vars[i].id + 1;
+    uint32_t h = 2166136261u;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        h = (h ^ *c) * 16777619u;
+    return (int)(0x40000000u | (h & 0x3fffffffu));
+}
+
+static int add_name(const char *name, int id)
+{
     str_id *n = realloc(F.ids, sizeof *n * (size_t)(F.nids + 1));
     if (!n) {
         fti_say(FTI_EROR, 1, "FTI_setIDFromString: out of memory");
@@ -424,18 +419,51 @@ int FTI_setIDFromString(const char *name)
     }
     F.ids = n;
     snprintf(n[F.nids].name, sizeof n[F.nids].name, "%s", name);
-    n[F.nids].id = next;
+    n[F.nids].id = id;
     F.nids++;
-    return next;
+    return id;
 }
 
+int FTI_setIDFromString(const char *name)
+{
+    if (!F.init)
+        return not_init("FTI_setIDFromString");
+    if (!name || !*name || strlen(name) >= FTI_BUFS) {
+        fti_say(FTI_EROR, 1, "FTI_setIDFromString: need a name of 1 to %d characters", FTI_BUFS - 1);
+        return FTI_NSCS;
+    }
+    int id = name_id(name);
+    for (int i = 0; i < F.nids; i++) {
+        if (strcmp(F.ids[i].name, name) == 0)
+            return F.ids[i].id;
+        if (F.ids[i].id == id) {
+            fti_say(FTI_EROR, 1, "FTI_setIDFromString: names '%s' and '%s' give the same id %d; rename one",
+                    F.ids[i].name, name, id);
+            return FTI_NSCS;
+        }
+    }
+    if (find_var(id)) {
+        fti_say(FTI_EROR, 1, "FTI_setIDFromString('%s'): its id %d is already protected under a number", name, id);
+        return FTI_NSCS;
+    }
+    return add_name(name, id);
+}
+
+/* A name set in this run, or one whose variable the checkpoint waiting to be
+ * recovered holds (a restart: the program asks for its names again). */
 int FTI_getIDFromString(const char *name)
 {
     if (!F.init)
         return not_init("FTI_getIDFromString");
-    for (int i = 0; name && i < F.nids; i++)
+    if (!name || !*name || strlen(name) >= FTI_BUFS)
+        return FTI_NSCS;
+    for (int i = 0; i < F.nids; i++)
         if (strcmp(F.ids[i].name, name) == 0)
             return F.ids[i].id;
+    int id = name_id(name);
+    int64_t bytes = 0;
+    if (F.pending && crpm_stored_size(id, &bytes) == CRPM_SUCCESS)
+        return add_name(name, id);
     return FTI_NSCS;
 }
 
