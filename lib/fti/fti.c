@@ -75,7 +75,9 @@ static struct {
     int l3;                 /* the nodes form whole groups of group_size: FTI level 3 is libcrpm's */
     int notice_l23, notice_l3, notice_l4;
     int icp_open, icp_on;   /* between FTI_InitICP and FTI_FinalizeICP; activated */
+    char *crpm_text;        /* the libcrpm configuration FTI_Init made (a second FTI_Init compares) */
     int icp_id, icp_level;
+    int rv_failed;          /* an FTI_RecoverVar failed since FTI_RecoverVarInit */
     type_rec *types;        /* handles NPREDEF.. */
     int ntypes;
     var_rec *vars;
@@ -650,13 +652,41 @@ int FTI_Status(void)
     return F.pending ? (crpm_status() == CRPM_STATUS_RESHAPED ? 3 : 1) : 0;
 }
 
+/* FTI's FTI_Recover is local: programs call it on some ranks and
+ * FTI_RecoverVar on others, and retry after FTI_Realloc when a variable
+ * grew.  It reads variable by variable (crpm_recover_var, local) where the
+ * checkpoint allows it; a level-4 checkpoint (read whole) and a restart
+ * through global datasets need libcrpm's collective crpm_recover, which
+ * every rank must then call. */
+static int recover_collective(void)
+{
+    if (!crpm_ok(crpm_recover(), "FTI_Recover"))
+        return FTI_NREC;
+    F.pending = 0;
+    return FTI_SCES;
+}
+
 int FTI_Recover(void)
 {
     if (!F.init) {
         not_init("FTI_Recover");
         return FTI_NREC;
     }
-    if (!crpm_ok(crpm_recover(), "FTI_Recover"))
+    if (crpm_status() == CRPM_STATUS_RESHAPED || fti_global_count() > 0 || F.nvars == 0)
+        return recover_collective();
+    if (!have_checkpoint()) {
+        fti_say(FTI_EROR, 1, "FTI_Recover: there is no checkpoint to recover from (fresh start)");
+        return FTI_NREC;
+    }
+    int failed = 0;
+    for (int i = 0; i < F.nvars; i++) {
+        int rc = crpm_recover_var(F.vars[i].id);
+        if (rc == CRPM_ERR_NOTSUP && i == 0)
+            return recover_collective(); /* the same on every rank: the checkpoint's level */
+        if (!crpm_ok(rc, "FTI_Recover"))
+            failed = 1;
+    }
+    if (failed)
         return FTI_NREC;
     F.pending = 0;
     return FTI_SCES;
@@ -706,6 +736,7 @@ int FTI_RecoverVarInit(void)
         fti_say(FTI_EROR, 1, "FTI_RecoverVarInit: there is no checkpoint to recover from (fresh start)");
         return FTI_NREC;
     }
+    F.rv_failed = 0;
     return FTI_SCES;
 }
 
@@ -713,14 +744,24 @@ int FTI_RecoverVar(int id)
 {
     if (!F.init)
         return not_init("FTI_RecoverVar");
-    return crpm_ok(crpm_recover_var(id), "FTI_RecoverVar") ? FTI_SCES : FTI_NREC;
+    if (crpm_ok(crpm_recover_var(id), "FTI_RecoverVar"))
+        return FTI_SCES;
+    F.rv_failed = 1;
+    return FTI_NREC;
 }
 
 int FTI_RecoverVarFinalize(void)
 {
     if (!F.init)
         return not_init("FTI_RecoverVarFinalize");
-    F.pending = 0; /* the application has recovered what it wanted */
+    /* The application has recovered what it wanted; after a failed
+     * FTI_RecoverVar (a variable that grew) the recovery stays due, so that
+     * FTI_Realloc resizes and a retry can read it. */
+    if (F.rv_failed) {
+        F.rv_failed = 0;
+        return FTI_NSCS;
+    }
+    F.pending = 0;
     return FTI_SCES;
 }
 
@@ -898,6 +939,7 @@ static void release(void)
     free(F.types);
     free(F.vars);
     free(F.ids);
+    free(F.crpm_text);
     int fin = 0;
     MPI_Finalized(&fin);
     if (F.have_comm && !fin)
@@ -954,6 +996,44 @@ static int minute_seconds(double *out, char *err, size_t errlen)
     return 0;
 }
 
+/* A second FTI_Init without FTI_Finalize: FTI's restart in the same process
+ * (the program starts over from its newest checkpoint without a crash).  The
+ * libcrpm session goes on: the configuration must make the same libcrpm
+ * configuration; the variables stay protected; FTI_Status() is 1 when a
+ * checkpoint exists (taken or found in this process), and FTI_Recover reads
+ * the newest.  Collective over the first FTI_Init's communicator. */
+static int reinit(const char *configFile)
+{
+    char err[1024] = "", *text = NULL, *again = NULL;
+    fti_settings *st = calloc(1, sizeof *st);
+    int bad = !st || read_config(F.comm, configFile, &text, err, sizeof err) != 0 ||
+              fti_config_parse(text, configFile, st, err, sizeof err) != 0;
+    free(text);
+    if (!bad && !(again = fti_config_crpm_text(st, F.l3)))
+        snprintf(err, sizeof err, "FTI_Init: out of memory");
+    int same = again && strcmp(again, F.crpm_text) == 0, all_same = 0;
+    free(again);
+    if (MPI_Allreduce(&same, &all_same, 1, MPI_INT, MPI_MIN, F.comm) != MPI_SUCCESS)
+        all_same = 0;
+    if (!all_same) {
+        if (F.rank == 0)
+            fti_say(FTI_EROR, 1, "FTI_Init: FTI is already initialised %s%s", err[0] ? "and " : "with another "
+                "configuration (FTI_Finalize first to change it)", err);
+        free(st);
+        return FTI_NSCS;
+    }
+    if (st->verbosity != F.cfg.verbosity)
+        F.cfg.verbosity = st->verbosity;
+    free(st);
+    icp_drop();
+    F.pending = have_checkpoint();
+    F.t0 = MPI_Wtime();
+    memset(F.ticks, 0, sizeof F.ticks);
+    fti_say(FTI_INFO, 0, "FTI_Init again without FTI_Finalize: restart in the same process, %s",
+            F.pending ? "a checkpoint is available (FTI_Status() = 1)" : "no checkpoint yet");
+    return FTI_SCES;
+}
+
 int FTI_Init(const char *configFile, MPI_Comm globalComm)
 {
     int mpi = 0, fin = 0;
@@ -963,14 +1043,19 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm)
         fti_say(FTI_EROR, 1, "FTI_Init: MPI is not initialised");
         return FTI_NSCS;
     }
-    if (F.init) {
-        fti_say(FTI_EROR, 1, "FTI_Init: FTI is already initialised");
-        return FTI_NSCS;
-    }
     if (globalComm == MPI_COMM_NULL) {
         fti_say(FTI_EROR, 1, "FTI_Init: the communicator is MPI_COMM_NULL");
         return FTI_NSCS;
     }
+    if (F.init)
+        return reinit(configFile);
+    /* FTI sets FTI_COMM_WORLD before anything can fail: a program whose
+     * FTI_Init was refused still uses it.  The given communicator until a
+     * duplicate replaces it below. */
+    if (F.own_world)
+        MPI_Comm_free(&FTI_COMM_WORLD);
+    F.own_world = 0;
+    FTI_COMM_WORLD = globalComm;
     release();
     if (MPI_Comm_dup(globalComm, &F.comm) != MPI_SUCCESS) {
         fti_say(FTI_EROR, 1, "FTI_Init: MPI_Comm_dup failed");
@@ -1011,19 +1096,29 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm)
         release();
         return FTI_NSCS;
     }
+    /* staging's directory (enable_staging = 1), agreed before libcrpm opens anything */
+    const char *stage_base = F.cfg.ckpt_dir[0] ? F.cfg.ckpt_dir : getenv("CRPM_CKPT_DIR");
+    int sok = fti_stage_init(stage_base ? stage_base : ".", F.rank, F.cfg.enable_staging) == FTI_SCES, all_sok = 0;
+    if (MPI_Allreduce(&sok, &all_sok, 1, MPI_INT, MPI_MIN, F.comm) != MPI_SUCCESS || !all_sok) {
+        fti_say(FTI_EROR, 1, "FTI_Init: staging could not be set up%s", sok ? " on another rank" : "");
+        fti_stage_finalize();
+        free(crpm_text);
+        release();
+        return FTI_NSCS;
+    }
     char origin[FTI_CFG_PATH_MAX + 64];
     snprintf(origin, sizeof origin, "%s (FTI configuration)", configFile);
     int rc = crpm_init_text(crpm_text, origin, globalComm);
-    free(crpm_text);
+    F.crpm_text = crpm_text;
     if (!crpm_ok(rc, "FTI_Init")) {
+        fti_stage_finalize();
         release();
         return rc == CRPM_ERR_CONFIG || rc == CRPM_ERR_INVAL ? FTI_NSCS : FTI_NREC;
     }
-    if (F.own_world)
-        MPI_Comm_free(&FTI_COMM_WORLD);
-    F.own_world = 0;
     if (MPI_Comm_dup(globalComm, &FTI_COMM_WORLD) != MPI_SUCCESS) {
+        FTI_COMM_WORLD = globalComm;
         fti_say(FTI_EROR, 1, "FTI_Init: MPI_Comm_dup failed");
+        fti_stage_finalize();
         crpm_finalize();
         release();
         return FTI_NSCS;
@@ -1036,8 +1131,10 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm)
     if (F.cfg.head)
         fti_say(FTI_WARN, 0, "head = 1: libcrpm runs without head processes; all %d ranks run the application and "
             "FTI_COMM_WORLD holds them all", F.nranks);
+    /* FTI's own keys (a standard FTI file has dozens) are a notice, not a
+     * warning: the file is FTI's and stays valid for FTI */
     if (F.cfg.ignored[0])
-        fti_say(FTI_WARN, 0, "%s: keys with no meaning in libcrpm, ignored: %s%s", configFile, F.cfg.ignored,
+        fti_say(FTI_INFO, 0, "%s: keys with no meaning in libcrpm, ignored: %s%s", configFile, F.cfg.ignored,
             F.cfg.restart_keys ? " (a restart is decided from the checkpoints found; the file is never rewritten)"
                                : "");
     fti_say(FTI_INFO, 0, "FTI on libcrpm: %d ranks, %s", F.nranks,
@@ -1049,7 +1146,11 @@ int FTI_Finalize(void)
 {
     if (!F.init)
         return not_init("FTI_Finalize");
+    fti_stage_finalize(); /* the queued files are moved first */
+    int keep = F.cfg.keep_last_ckpt;
     int rc = crpm_finalize();
+    if (rc >= 0)
+        fti_say(FTI_INFO, 0, "FTI_Finalize: the checkpoints are %s", keep ? "kept (keep_last_ckpt = 1)" : "removed");
     release();
     fti_global_reset();
     return crpm_ok(rc, "FTI_Finalize") ? FTI_SCES : FTI_NSCS;

@@ -20,7 +20,7 @@
 enum key {
     K_HEAD, K_NODE_SIZE, K_GROUP_SIZE, K_CKPT_DIR, K_GLBL_DIR, K_META_DIR,
     K_CKPT_L1, K_CKPT_L2, K_CKPT_L3, K_CKPT_L4,
-    K_INLINE_L2, K_INLINE_L3, K_INLINE_L4, K_KEEP_LAST, K_KEEP_L4, K_VERBOSITY, K_ENABLE_DCP, K_CKPT_IO,
+    K_INLINE_L2, K_INLINE_L3, K_INLINE_L4, K_KEEP_LAST, K_KEEP_L4, K_VERBOSITY, K_ENABLE_DCP, K_CKPT_IO, K_ENABLE_STAGING,
     K_COUNT
 };
 
@@ -35,6 +35,7 @@ static const char *const basic_keys[K_COUNT] = {
     [K_INLINE_L2] = "inline_l2", [K_INLINE_L3] = "inline_l3", [K_INLINE_L4] = "inline_l4",
     [K_KEEP_LAST] = "keep_last_ckpt", [K_KEEP_L4] = "keep_l4_ckpt", [K_VERBOSITY] = "verbosity",
     [K_ENABLE_DCP] = "enable_dcp", [K_CKPT_IO] = "ckpt_io",
+    [K_ENABLE_STAGING] = "enable_staging",
 };
 
 typedef struct ctx {
@@ -150,7 +151,13 @@ static int handler(void *user, const char *section_raw, const char *name, const 
     case K_INLINE_L3:
     case K_INLINE_L4:
     case K_ENABLE_DCP:
+    case K_ENABLE_STAGING:
         ok = parse_int(value, 0, 1, &dummy) == 0;
+        if (k == K_ENABLE_STAGING) {
+            s->enable_staging = dummy;
+            want = "0 or 1";
+            break;
+        }
         if (ok && k != K_ENABLE_DCP && dummy == 0)
             s->async = 1;
         if (k == K_ENABLE_DCP)

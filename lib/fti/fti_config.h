@@ -20,6 +20,7 @@ typedef struct fti_settings {
     int inline_l[5];                  /* [2..4]: inline_l2..l4 (default 1) */
     int ckpt_io;                      /* FTI's I/O library 1..5 (FTI_GetConfig only; default 1, POSIX) */
     int enable_dcp;                   /* FTI_GetConfig only */
+    int enable_staging;               /* FTI_SendFile and friends (fti_stage.c) */
     char meta_dir[FTI_CFG_PATH_MAX];  /* FTI_GetConfig only */
     char ignored[1024];               /* keys that have no meaning here: "a, [s] b, ..." */
     int restart_keys;                 /* [restart] keys were among them */

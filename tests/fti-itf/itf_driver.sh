@@ -8,10 +8,11 @@
 #
 # Run it in an empty work directory (the suites' configuration names relative
 # checkpoint directories).  Each case ends as one of
-#   pass   the suite's checks passed and, when the program ran more than once
-#          and its last run succeeded, some run restarted from a checkpoint (a
-#          case whose relaunches all started afresh proves nothing: a failure);
-#   fail   a check failed (ITF's message), or the vacuous pass above;
+#   pass   the suite's checks passed, and every relaunch that succeeded after
+#          a run that left its checkpoints (it ended without FTI_Finalize, or
+#          with keep_last_ckpt = 1) restarted from them (a relaunch that
+#          started afresh instead proves nothing: a failure);
+#   fail   a check failed (ITF's message), or a vacuous pass as above;
 #   na     the case reads an FTI internal libcrpm has no equivalent for
 #          (not_applicable.tsv, or found by the module while running);
 #   skip   left out of a --sample run.
@@ -113,14 +114,20 @@ drv_record() {
         msg=$(grep -m1 '^na ' "$FTI_ITF_STATE")
         msg=${msg#na }
     elif [ "$verdict" == 'pass' ]; then
-        runs=$(grep -c '^run ' "$FTI_ITF_STATE")
-        restarts=$(grep -c 'restart=1' "$FTI_ITF_STATE")
-        # the last run succeeded: a case that expects the relaunch to fail
-        # (its checkpoint destroyed) passes without a restart
-        if [ "$runs" -gt 1 ] && [ "$restarts" -eq 0 ] && grep '^run ' "$FTI_ITF_STATE" | tail -1 | grep -q 'rc=0 '; then
-            verdict=fail
-            msg="vacuous pass: the program ran $runs times and never restarted from a checkpoint"
-        fi
+        # A relaunch that succeeded without restarting, after a run that ended
+        # without FTI_Finalize (a crash: its checkpoints stay) or with
+        # keep_last_ckpt = 1, proves nothing about recovery: a failure.
+        local prev='' line n=0
+        while read -r line; do
+            n=$((n + 1))
+            if [ -n "$prev" ] && [[ "$line" == *'rc=0 restart=0 '* ]] &&
+                [[ "$prev" == *'finalized=0'* || "$prev" == *'finalized=keep'* ]]; then
+                verdict=fail
+                msg="vacuous pass: run $n succeeded without restarting from the checkpoint run $((n - 1)) left"
+                break
+            fi
+            prev=$line
+        done < <(grep '^run ' "$FTI_ITF_STATE")
     fi
     msg=${msg//$'\n'/ }
     msg=${msg//$'\t'/ }

@@ -201,7 +201,7 @@ def main():
     before = open(path, "rb").read()
     rc, out = run(4, [a.init_only, path], d)
     expect("keys that do not apply: one warning", rc == 0 and out.count("keys with no meaning in libcrpm") == 1
-           and "enable_staging, [restart] failure, [restart] exec_id, [injection] rank, [advanced] local_test"
+           and "[restart] failure, [restart] exec_id, [injection] rank, [advanced] local_test"
            in out and "never rewritten" in out, out)
     # keep_last_ckpt = 1 left a checkpoint of 4 ranks: 2 ranks cannot use it
     rc, out = run(2, [a.init_only, path], d)
