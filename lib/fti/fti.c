@@ -523,6 +523,8 @@ int FTI_Checkpoint(int id, int level)
 {
     if (!F.init)
         return not_init("FTI_Checkpoint");
+    if (!F.icp_on) /* an incremental checkpoint said so at FTI_InitICP */
+        fti_say(FTI_INFO, 0, "checkpoint %d requested (FTI level %d)", id, level);
     int cl = map_level(level);
     if (cl < 0)
         return FTI_NSCS;
@@ -559,6 +561,8 @@ int FTI_InitICP(int id, int level, bool activate)
         fti_say(FTI_EROR, 1, "FTI_InitICP(%d): checkpoint %d is still open (FTI_FinalizeICP first)", id, F.icp_id);
         return FTI_NSCS;
     }
+    if (activate)
+        fti_say(FTI_INFO, 0, "checkpoint %d requested (FTI level %d, incremental)", id, level);
     if (activate && map_level(level) < 0)
         return FTI_NSCS;
     F.icp_open = 1;

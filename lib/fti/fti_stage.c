@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "fti_internal.h"
-#include "fsutil.h"
 #include "grow.h"
 
 typedef struct stage_req {
@@ -111,6 +110,33 @@ static int move_file(const char *from, const char *to, char *err, size_t errlen)
     return 0;
 }
 
+/* mkdir -p.  (Not libcrpm's crpm_mkdir_p: linking crpm_util's error
+ * functions into libfti would give it a second copy of crpm_last_error.) */
+static int make_dirs(const char *dir)
+{
+    char p[FTI_STAGE_DIR_MAX];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *c = p + 1;; c++) {
+        if (*c != '/' && *c != '\0')
+            continue;
+        char was = *c;
+        *c = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *c = was;
+        if (!was)
+            break;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
 static stage_req *find_req(int id)
 {
     for (size_t i = 0; i < S.nq; i++)
@@ -166,8 +192,8 @@ int fti_stage_init(const char *ckpt_dir, int rank, int enabled)
         fti_say(FTI_EROR, 1, "FTI_Init: the stage directory under %s is too long a path", ckpt_dir);
         return FTI_NSCS;
     }
-    if (crpm_mkdir_p(dir) != 0) {
-        fti_say(FTI_EROR, 1, "FTI_Init: cannot create the stage directory %s: %s", dir, crpm_last_error());
+    if (make_dirs(dir) != 0) {
+        fti_say(FTI_EROR, 1, "FTI_Init: cannot create the stage directory %s: %s", dir, strerror(errno));
         return FTI_NSCS;
     }
     pthread_mutex_lock(&S.mu);

@@ -9,9 +9,9 @@
 # Run it in an empty work directory (the suites' configuration names relative
 # checkpoint directories).  Each case ends as one of
 #   pass   the suite's checks passed, and every relaunch that succeeded after
-#          a run that left its checkpoints (it ended without FTI_Finalize, or
-#          with keep_last_ckpt = 1) restarted from them (a relaunch that
-#          started afresh instead proves nothing: a failure);
+#          a run that asked for a checkpoint and left it (it ended without
+#          FTI_Finalize, or with keep_last_ckpt = 1) restarted from it (a
+#          relaunch that started afresh instead proves nothing: a failure);
 #   fail   a check failed (ITF's message), or a vacuous pass as above;
 #   na     the case reads an FTI internal libcrpm has no equivalent for
 #          (not_applicable.tsv, or found by the module while running);
@@ -114,13 +114,14 @@ drv_record() {
         msg=$(grep -m1 '^na ' "$FTI_ITF_STATE")
         msg=${msg#na }
     elif [ "$verdict" == 'pass' ]; then
-        # A relaunch that succeeded without restarting, after a run that ended
-        # without FTI_Finalize (a crash: its checkpoints stay) or with
-        # keep_last_ckpt = 1, proves nothing about recovery: a failure.
+        # A relaunch that succeeded without restarting, after a run that asked
+        # for a checkpoint and ended without FTI_Finalize (a crash: its
+        # checkpoints stay) or with keep_last_ckpt = 1, proves nothing about
+        # recovery: a failure.
         local prev='' line n=0
         while read -r line; do
             n=$((n + 1))
-            if [ -n "$prev" ] && [[ "$line" == *'rc=0 restart=0 '* ]] &&
+            if [ -n "$prev" ] && [[ "$line" == *'rc=0 restart=0 '* ]] && [[ "$prev" == *'asked=1'* ]] &&
                 [[ "$prev" == *'finalized=0'* || "$prev" == *'finalized=keep'* ]]; then
                 verdict=fail
                 msg="vacuous pass: run $n succeeded without restarting from the checkpoint run $((n - 1)) left"

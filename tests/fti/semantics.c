@@ -92,14 +92,29 @@ int main(int argc, char **argv)
     CHECK(FTI_Status() == 0);
     CHECK(FTI_GetStoredSize(b) == (int64_t)sizeof data);
 
-    /* calls without a counterpart */
+    /* incremental checkpoint 6: each variable as it was when added, while the
+     * program goes on changing the others; the second run recovers it */
+    CHECK(FTI_AddVarICP(a) == FTI_NSCS);              /* none open */
+    CHECK(FTI_InitICP(6, 1, false) == FTI_SCES);      /* not activated: no-ops */
+    CHECK(FTI_AddVarICP(b) == FTI_SCES && FTI_FinalizeICP() == FTI_SCES);
+    CHECK(FTI_InitICP(6, 9, true) == FTI_NSCS);       /* no such level */
+    CHECK(FTI_InitICP(6, 1, true) == FTI_SCES);
+    CHECK(FTI_InitICP(7, 1, true) == FTI_NSCS);       /* one at a time */
+    CHECK(FTI_AddVarICP(a) == FTI_SCES);              /* step = 5 saved */
+    CHECK(FTI_AddVarICP(a) == FTI_NSCS);              /* once */
+    step = 7;
+    data[99] = -2;                                    /* before b is added: saved */
+    CHECK(FTI_AddVarICP(b) == FTI_SCES);
+    data[99] = -3;                                    /* after: not saved */
+    CHECK(FTI_FinalizeICP() == FTI_SCES);
+    CHECK(step == 7 && data[99] == -3);               /* the program's memory, untouched */
+    CHECK(FTI_Status() == 0 && FTI_FinalizeICP() == FTI_NSCS);
+
+    /* calls without a counterpart; staging is off in this file */
     char dir[64];
     CHECK(FTI_BitFlip(b) == FTI_NSCS);
-    CHECK(FTI_InitICP(6, 1, true) == FTI_NSCS);
-    CHECK(FTI_AddVarICP(b) == FTI_NSCS);
-    CHECK(FTI_FinalizeICP() == FTI_NSCS);
     CHECK(FTI_GetStageDir(dir, sizeof dir) == FTI_NSCS);
-    CHECK(FTI_GetStageStatus(1) == FTI_NSCS);
+    CHECK(FTI_GetStageStatus(1) == FTI_SI_NINI);
     CHECK(FTI_SendFile("a", "b") == FTI_NSCS);
     CHECK(FTI_GetDatasetSpan(1, 1) == NULL); /* no such global dataset */
     CHECK(FTI_Finalize() == FTI_SCES);
@@ -117,7 +132,7 @@ int main(int argc, char **argv)
     CHECK(FTI_GetStoredSize(b) == (int64_t)sizeof data);
     CHECK(FTI_Status() == 1); /* still: nothing recovered yet */
     CHECK(FTI_Snapshot() == FTI_SCES); /* recovers */
-    CHECK(step == 5 && data[99] == rank + 99 * 0.5);
+    CHECK(step == 5 && data[99] == -2); /* checkpoint 6: incremental, each variable as added */
     CHECK(FTI_Status() == 0);
     CHECK(FTI_Realloc(b, data) == data); /* no recovery due: unchanged */
     data[0] = 1234;
