@@ -78,6 +78,7 @@ static struct {
     char *crpm_text;        /* the libcrpm configuration FTI_Init made (a second FTI_Init compares) */
     int icp_id, icp_level;
     int rv_failed;          /* an FTI_RecoverVar failed since FTI_RecoverVarInit */
+    int last_cl, last_id;   /* libcrpm level and id of this run's newest checkpoint (0: none) */
     type_rec *types;        /* handles NPREDEF.. */
     int ntypes;
     var_rec *vars;
@@ -533,6 +534,8 @@ int FTI_Checkpoint(int id, int level)
     /* the newest state is the one in memory: nothing waits to be recovered */
     F.pending = 0;
     F.ckpts++;
+    F.last_cl = cl;
+    F.last_id = id;
     fti_say(FTI_INFO, 0, "checkpoint %d (FTI level %d) taken as libcrpm level %d", id, level, cl);
     return FTI_DONE;
 }
@@ -1146,15 +1149,61 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm)
     return FTI_SCES;
 }
 
+/* keep_last_ckpt = 1 with glbl_dir: FTI moves the last checkpoint to the
+ * global directory at finalize, because node-local storage does not outlive
+ * a job.  Here the newest checkpoint, unless it is level 4 already, is read
+ * back into buffers of its own (the variables may have changed since) and
+ * written at level 4; libcrpm's finalize then keeps that level-4 copy alone
+ * (lib/api.c).  When some variable cannot be read back (protected after the
+ * last checkpoint, say), every rank keeps its node-local checkpoint as
+ * before, and says so.  Collective.  *bufs: the buffers, freed by the caller
+ * after crpm_finalize. */
+static void keep_in_global(void ***bufs)
+{
+    *bufs = NULL;
+    if (!F.cfg.keep_last_ckpt || !F.cfg.glbl_dir[0] || !have_checkpoint() || F.nvars == 0)
+        return;
+    if (F.last_cl == CRPM_L4 || (F.last_cl == 0 && crpm_status() == CRPM_STATUS_L4))
+        return; /* the newest checkpoint is in glbl_dir already */
+    void **buf = calloc((size_t)F.nvars, sizeof *buf);
+    int ok = buf != NULL, all_ok = 0;
+    for (int i = 0; ok && i < F.nvars; i++) {
+        var_rec *v = &F.vars[i];
+        crpm_type_t ct;
+        int64_t bytes = 0;
+        ok = type_of(v->type, &ct) == 0 && crpm_stored_size(v->id, &bytes) == CRPM_SUCCESS && bytes % ct.size == 0 &&
+             (buf[i] = malloc(bytes ? (size_t)bytes : 1)) != NULL &&
+             crpm_protect(v->id, buf[i], bytes / ct.size, ct) == CRPM_SUCCESS && crpm_recover_var(v->id) == CRPM_SUCCESS;
+    }
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, F.comm) != MPI_SUCCESS)
+        all_ok = 0;
+    if (!all_ok)
+        fti_say(FTI_WARN, 0, "FTI_Finalize: keep_last_ckpt = 1: the last checkpoint could not be read back on every "
+                "rank%s%s; it stays node-local", ok ? "" : ": ", ok ? "" : crpm_last_error());
+    else if (!crpm_ok(crpm_checkpoint(F.last_id, CRPM_L4), "FTI_Finalize (keep_last_ckpt: the last checkpoint to "
+                                                            "glbl_dir)"))
+        fti_say(FTI_WARN, 0, "FTI_Finalize: keep_last_ckpt = 1: the last checkpoint stays node-local");
+    else
+        fti_say(FTI_INFO, 0, "FTI_Finalize: keep_last_ckpt = 1: the last checkpoint is written to %s",
+                F.cfg.glbl_dir);
+    *bufs = buf;
+}
+
 int FTI_Finalize(void)
 {
     if (!F.init)
         return not_init("FTI_Finalize");
     fti_stage_finalize(); /* the queued files are moved first */
-    int keep = F.cfg.keep_last_ckpt;
+    int keep = F.cfg.keep_last_ckpt, nbufs = F.nvars;
+    void **bufs;
+    keep_in_global(&bufs);
     int rc = crpm_finalize();
+    for (int i = 0; bufs && i < nbufs; i++)
+        free(bufs[i]);
+    free(bufs);
     if (rc >= 0)
-        fti_say(FTI_INFO, 0, "FTI_Finalize: the checkpoints are %s", keep ? "kept (keep_last_ckpt = 1)" : "removed");
+        fti_say(FTI_INFO, 0, "FTI_Finalize: the checkpoints are %s",
+                keep ? "kept (keep_last_ckpt = 1)" : "removed");
     release();
     fti_global_reset();
     return crpm_ok(rc, "FTI_Finalize") ? FTI_SCES : FTI_NSCS;

@@ -10,7 +10,9 @@
 # repository); --sample: a fixed sample of every suite (CI: 2 cases each);
 # --match: only cases whose "function params" match the bash regex RE;
 # suite: names such as normal_run or recovervar (default: all).  The exit
-# code is 0 when no case failed.  Work directories go under /dev/shm.
+# code is 0 when every failure is one known_failures.tsv lists (open work,
+# with its reason) and no listed case passed.  Work directories go under
+# /dev/shm.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -75,17 +77,35 @@ done
 
 # The table: one row per suite, one column group per rank count.
 echo
-python3 - "$resdir" $ranks <<'EOF'
-import sys, os, collections
-resdir, ranks = sys.argv[1], sys.argv[2:]
+python3 - "$resdir" "$here/known_failures.tsv" $ranks <<'EOF'
+import sys, os, re, collections
+resdir, known_file, ranks = sys.argv[1], sys.argv[2], sys.argv[3:]
+known = []
+for line in open(known_file):
+    if line.startswith("#") or not line.strip():
+        continue
+    suite, fn, regex, why = line.rstrip("\n").split("\t")[:4]
+    known.append((suite, fn, re.compile(regex), why))
+def known_why(suite, fn, params):
+    for s, f, r, why in known:
+        if s == suite and f in ("*", fn) and r.search(" %s " % params):
+            return why
+    return None
 rows = collections.OrderedDict()
+unexpected, fixed = [], []
 for n in ranks:
     for line in open(os.path.join(resdir, "np%s.tsv" % n)):
         suite, fn, params, verdict, why = (line.rstrip("\n").split("\t") + [""] * 5)[:5]
         c = rows.setdefault(suite, {}).setdefault(n, collections.Counter())
-        if verdict != "skip":
-            c["cases"] += 1
-            c[verdict] += 1
+        if verdict == "skip":
+            continue
+        c["cases"] += 1
+        c[verdict] += 1
+        k = known_why(suite, fn, params)
+        if verdict == "fail" and not k:
+            unexpected.append("%s ranks: %s %s %s: %s" % (n, suite, fn, params, why))
+        if verdict == "pass" and k:
+            fixed.append("%s ranks: %s %s %s (known_failures.tsv: %s)" % (n, suite, fn, params, k))
 head = "| suite |" + "".join(" %s ranks: cases | passed | failed | n/a |" % n for n in ranks)
 print(head)
 print("|---|" + "---:|" * (4 * len(ranks)))
@@ -101,5 +121,12 @@ cells = []
 for n in ranks:
     cells += [tot[n]["cases"], tot[n]["pass"], tot[n]["fail"], tot[n]["na"]]
 print("| **all** | %s |" % " | ".join(str(x) for x in cells))
-sys.exit(1 if any(tot[n]["fail"] for n in ranks) else 0)
+# Failures listed in known_failures.tsv (open work, each with its reason) do
+# not fail the run; any other failure does, and so does a listed case that
+# passes (the list must shrink with the fixes).
+for u in unexpected:
+    print("unexpected failure: " + u)
+for f in fixed:
+    print("passes now, remove it from known_failures.tsv: " + f)
+sys.exit(1 if unexpected or fixed else 0)
 EOF
