@@ -750,14 +750,14 @@ int crpm_finalize(void)
     /* every background level committed (or failed, said on every rank) first */
     int bgrc = crpm_bg_stop(ctx);
     int rc = agree(CRPM_SUCCESS, fn);
-    /* keep_last_ckpt with glbl_dir, and the newest checkpoint is a committed
-     * level-4 one (taken in this run, or the one this run restarted from and
-     * superseded by none): it is kept in glbl_dir, where the next allocation
-     * finds it, and the node-local files go, as FTI's keep_last_ckpt does
-     * (node-local storage does not outlive a job).  bgrc and last_level are
-     * the same on every rank. */
+    /* keep_last_ckpt = global with glbl_dir, and the newest checkpoint is a
+     * committed level-4 one (taken in this run, or the one this run restarted
+     * from and superseded by none): it is kept in glbl_dir, where the next
+     * allocation finds it, and the node-local files go, as FTI's
+     * keep_last_ckpt does (node-local storage does not outlive a job).  bgrc
+     * and last_level are the same on every rank. */
     int newest_l4 = ctx->last_level == CRPM_L4 || (ctx->last_level == 0 && ctx->status == CRPM_STATUS_L4);
-    int global_only = ctx->cfg.keep_last_ckpt && ctx->cfg.glbl_dir[0] && newest_l4 && bgrc == 0;
+    int global_only = ctx->cfg.keep_last_ckpt == CRPM_KEEP_GLOBAL && ctx->cfg.glbl_dir[0] && newest_l4 && bgrc == 0;
     if (rc == 0 && ctx->stop.reason) /* stopped early: the checkpoints are needed */
         rc = crpm_stop_mark(ctx);
     else if (rc == 0 && !ctx->cfg.keep_last_ckpt)

@@ -239,8 +239,12 @@ char *fti_config_crpm_text(const fti_settings *s, int l3)
     char *t = malloc(n);
     if (!t)
         return NULL;
-    int len = snprintf(t, n, "[basic]\njob_name = fti\nkeep_last_ckpt = %d\nverbosity = %d\nkeep_l4 = %d\n",
-                       s->keep_last_ckpt, fti_config_crpm_verbosity(s->verbosity),
+    /* FTI's keep_last_ckpt moves the last checkpoint to glbl_dir when there
+     * is one: libcrpm's keep_last_ckpt = global (FTI_Finalize writes it at
+     * level 4 first) */
+    int len = snprintf(t, n, "[basic]\njob_name = fti\nkeep_last_ckpt = %s\nverbosity = %d\nkeep_l4 = %d\n",
+                       !s->keep_last_ckpt ? "0" : s->glbl_dir[0] ? "global" : "1",
+                       fti_config_crpm_verbosity(s->verbosity),
                        s->keep_l4_ckpt ? 1000000 : 1);
     /* FTI groups node_size consecutive ranks into a node, as libcrpm's
      * node_size does; without it libcrpm finds the nodes itself. */
