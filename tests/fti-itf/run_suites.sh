@@ -3,11 +3,12 @@
 # of 16, then one table (cases, passed, failed, not applicable, per suite).
 #
 #   tests/fti-itf/run_suites.sh [--build DIR] [--fti-testing DIR] [--ranks "4 16"]
-#                               [--sample] [--match RE] [--keep] [--results DIR] [suite...]
+#                               [--sample] [--match RE] [--keep] [--results DIR] [--logs DIR] [suite...]
 #
 # --build: the build tree's tests/fti-itf (default build/tests/fti-itf);
 # --fti-testing: FTI's testing tree (default ../shared/fti-testing beside the
 # repository); --sample: a fixed sample of every suite (CI: 2 cases each);
+# --logs: every program run's output kept there (run-<n>.out);
 # --match: only cases whose "function params" match the bash regex RE;
 # suite: names such as normal_run or recovervar (default: all).  The exit
 # code is 0 when every failure is one known_failures.tsv lists (open work,
@@ -32,8 +33,9 @@ while [ $# -gt 0 ]; do
     --sample) sample=2; shift ;;
     --keep) keep=1; shift ;;
     --match) match=$2; shift 2 ;;
+    --logs) mkdir -p "$2" && export FTI_ITF_LOGDIR=$(cd "$2" && pwd); shift 2 ;;
     --results) resdir=$2; shift 2 ;;
-    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
     *) only+=("$1"); shift ;;
     esac
 done
