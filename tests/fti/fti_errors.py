@@ -195,7 +195,10 @@ def main():
     os.makedirs(d)
     path = os.path.join(d, "extra.fti")
     with open(path, "w") as f:
-        f.write(GOOD + "keep_last_ckpt = 1\nenable_staging = 1\n[restart]\nfailure = 1\nexec_id = x\n"
+        # no glbl_dir: keep_last_ckpt keeps the node-local checkpoint (with
+        # glbl_dir it would go to level 4, see docs/fti.md)
+        f.write(GOOD.replace("glbl_dir = ./Global\n", "").replace("ckpt_l4 = 11\n", "") +
+                "keep_last_ckpt = 1\nenable_staging = 1\n[restart]\nfailure = 1\nexec_id = x\n"
                 "[injection]\nrank = 0\n[advanced]\nlocal_test = 1\n")
     before = open(path, "rb").read()
     rc, out = run(4, [a.init_only, path], d)
