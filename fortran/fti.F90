@@ -58,7 +58,7 @@ module fti
 
   public :: FTI_Init, FTI_Status, FTI_InitType, FTI_Protect, FTI_Checkpoint, &
        FTI_Recover, FTI_RecoverVar, FTI_Snapshot, FTI_Finalize, FTI_GetStoredSize, &
-       FTI_Realloc
+       FTI_Realloc, FTI_InitCompositeType, FTI_AddScalarField, FTI_AddVectorField
 
   ! Kinds beyond the four of iso_fortran_env (gfortran and ifort number
   ! logical kinds by bytes, as FTI's module assumes too).
@@ -75,8 +75,24 @@ module fti
   ! when one has the size, an opaque type of that size otherwise.
   integer(c_int), parameter :: FAM_OPAQUE = 0, FAM_INT = 1, FAM_FLOAT = 2, FAM_CHAR = 3
 
+  interface FTI_InitType
+     module procedure init_type8, init_type4
+  end interface FTI_InitType
+
+  interface FTI_InitCompositeType
+     module procedure composite8, composite4
+  end interface FTI_InitCompositeType
+
+  interface FTI_AddScalarField
+     module procedure add_scalar_id, add_scalar_h
+  end interface FTI_AddScalarField
+
+  interface FTI_AddVectorField
+     module procedure add_vector_id, add_vector_h
+  end interface FTI_AddVectorField
+
   interface FTI_Protect
-     module procedure protect_ptr, protect_ptr8, protect_char, &
+     module procedure protect_ptr, protect_ptr8, protect_ptr_id, protect_ptr8_id, protect_char, &
           protect_i1, protect_i2, protect_i4, protect_i8, &
           protect_r4, protect_r8, protect_c4, protect_c8, &
           protect_l1, protect_l2, protect_l4, protect_l8
@@ -160,6 +176,22 @@ module fti
        integer(c_int) :: rc
      end function c_snapshot
 
+     function c_composite(name, size) bind(C, name='ftif_composite') result(tid)
+       import :: c_char, c_int, c_size_t
+       character(kind=c_char), dimension(*), intent(in) :: name
+       integer(c_size_t), value :: size
+       integer(c_int) :: tid
+     end function c_composite
+
+     function c_add_field(tid, name, fid, offset, ndims, dims) bind(C, name='ftif_add_field') result(rc)
+       import :: c_char, c_int, c_size_t, c_int64_t
+       integer(c_int), value :: tid, fid, ndims
+       character(kind=c_char), dimension(*), intent(in) :: name
+       integer(c_size_t), value :: offset
+       integer(c_int64_t), dimension(*), intent(in) :: dims
+       integer(c_int) :: rc
+     end function c_add_field
+
      function c_finalize() bind(C, name='ftif_finalize') result(rc)
        import :: c_int
        integer(c_int) :: rc
@@ -220,18 +252,91 @@ contains
     status = int(c_status())
   end subroutine FTI_Status
 
-  !> A type whose elements are opaque records of size_bytes bytes.
-  subroutine FTI_InitType(type_f, size_bytes, err)
-    type(FTI_type), intent(out) :: type_f
-    integer, intent(in) :: size_bytes
-    integer, intent(out) :: err
-    if (size_bytes <= 0) then
+  !> The id of a type whose elements are opaque records of size_bytes
+  !> bytes, or FTI_NSCS.
+  function init_type8(size_bytes) result(tid)
+    integer(c_size_t), intent(in) :: size_bytes
+    integer :: tid
+    integer(c_int) :: id
+    if (size_bytes <= 0 .or. size_bytes > huge(0_c_int)) then
        write (error_unit, '(a,i0)') '[FTI Error] FTI_InitType: size must be positive, got ', size_bytes
-       err = FTI_NSCS
+       tid = FTI_NSCS
        return
     end if
-    err = int(c_type(FAM_OPAQUE, int(size_bytes, c_int), type_f%id))
-  end subroutine FTI_InitType
+    tid = FTI_NSCS
+    if (c_type(FAM_OPAQUE, int(size_bytes, c_int), id) == FTI_SCES) tid = int(id)
+  end function init_type8
+
+  function init_type4(size_bytes) result(tid)
+    integer(int32), intent(in) :: size_bytes
+    integer :: tid
+    tid = init_type8(int(size_bytes, c_size_t))
+  end function init_type4
+
+  !> The id of a new composite type `name` of size_bytes bytes, or FTI_NSCS;
+  !> its fields are added with FTI_AddScalarField / FTI_AddVectorField.
+  function composite8(name, size_bytes) result(tid)
+    character(len=*), intent(in) :: name
+    integer(c_size_t), intent(in) :: size_bytes
+    integer :: tid
+    tid = int(c_composite(trim(name) // c_null_char, size_bytes))
+  end function composite8
+
+  function composite4(name, size_bytes) result(tid)
+    character(len=*), intent(in) :: name
+    integer(int32), intent(in) :: size_bytes
+    integer :: tid
+    tid = composite8(name, int(size_bytes, c_size_t))
+  end function composite4
+
+  function add_scalar_id(tid, name, fid, offset) result(rc)
+    integer, intent(in) :: tid, fid
+    character(len=*), intent(in) :: name
+    integer(c_size_t), intent(in) :: offset
+    integer :: rc
+    integer(c_int64_t) :: none(1)
+    none = 0
+    rc = int(c_add_field(int(tid, c_int), trim(name) // c_null_char, int(fid, c_int), offset, 0_c_int, none))
+  end function add_scalar_id
+
+  function add_scalar_h(tid, name, ftype, offset) result(rc)
+    integer, intent(in) :: tid
+    character(len=*), intent(in) :: name
+    type(FTI_type), intent(in) :: ftype
+    integer(c_size_t), intent(in) :: offset
+    integer :: rc
+    rc = add_scalar_id(tid, name, int(ftype%id), offset)
+  end function add_scalar_h
+
+  !> dims(1:ndims): the field's array extents (FTI's order, as given).
+  function add_vector_id(tid, name, fid, offset, ndims, dims) result(rc)
+    integer, intent(in) :: tid, fid, ndims
+    character(len=*), intent(in) :: name
+    integer(c_size_t), intent(in) :: offset
+    integer, dimension(:), intent(in) :: dims
+    integer :: rc
+    integer(c_int64_t), allocatable :: d(:)
+    if (ndims < 1 .or. ndims > size(dims)) then
+       write (error_unit, '(a,i0,a,i0,a)') '[FTI Error] FTI_AddVectorField: ndims = ', ndims, &
+            ' for ', size(dims), ' extents'
+       rc = FTI_NSCS
+       return
+    end if
+    allocate (d(ndims))
+    d = int(dims(1:ndims), c_int64_t)
+    rc = int(c_add_field(int(tid, c_int), trim(name) // c_null_char, int(fid, c_int), offset, &
+         int(ndims, c_int), d))
+  end function add_vector_id
+
+  function add_vector_h(tid, name, ftype, offset, ndims, dims) result(rc)
+    integer, intent(in) :: tid, ndims
+    character(len=*), intent(in) :: name
+    type(FTI_type), intent(in) :: ftype
+    integer(c_size_t), intent(in) :: offset
+    integer, dimension(:), intent(in) :: dims
+    integer :: rc
+    rc = add_vector_id(tid, name, int(ftype%id), offset, ndims, dims)
+  end function add_vector_h
 
   !> FTI_DONE on success (FTI's convention for checkpoints).
   subroutine FTI_Checkpoint(id, level, err)
@@ -308,6 +413,23 @@ contains
     integer, intent(out) :: err
     call protect_address(id, ptr, int(count, c_int64_t), type_f, err)
   end subroutine protect_ptr
+
+  !> FTI_Protect(id, c_loc(x), count, tid, err) with a type id (FTI_InitType,
+  !> FTI_InitCompositeType).
+  subroutine protect_ptr_id(id, ptr, count, tid, err)
+    integer, intent(in) :: id, count, tid
+    type(c_ptr), value :: ptr
+    integer, intent(out) :: err
+    err = int(c_protect(int(id, c_int), ptr, int(count, c_int64_t), int(tid, c_int)))
+  end subroutine protect_ptr_id
+
+  subroutine protect_ptr8_id(id, ptr, count, tid, err)
+    integer, intent(in) :: id, tid
+    type(c_ptr), value :: ptr
+    integer(int64), intent(in) :: count
+    integer, intent(out) :: err
+    err = int(c_protect(int(id, c_int), ptr, int(count, c_int64_t), int(tid, c_int)))
+  end subroutine protect_ptr8_id
 
   subroutine protect_ptr8(id, ptr, count, type_f, err)
     integer, intent(in) :: id

@@ -23,6 +23,8 @@ int ftif_recover(void);
 int ftif_recover_var(int id);
 int ftif_snapshot(void);
 int ftif_finalize(void);
+int ftif_composite(const char *name, size_t size);
+int ftif_add_field(int tid, const char *name, int fid, size_t offset, int ndims, int64_t *dims);
 
 int ftif_init(const char *config_file, MPI_Fint *comm)
 {
@@ -78,3 +80,16 @@ int ftif_recover(void) { return FTI_Recover(); }
 int ftif_recover_var(int id) { return FTI_RecoverVar(id); }
 int ftif_snapshot(void) { return FTI_Snapshot(); }
 int ftif_finalize(void) { return FTI_Finalize(); }
+
+int ftif_composite(const char *name, size_t size)
+{
+    return (int)FTI_InitCompositeType(name, size, NULL);
+}
+
+/* ndims 0: a scalar field (dims not read). */
+int ftif_add_field(int tid, const char *name, int fid, size_t offset, int ndims, int64_t *dims)
+{
+    if (ndims == 0)
+        return FTI_AddScalarField((fti_id_t)tid, name, (fti_id_t)fid, offset);
+    return FTI_AddVectorField((fti_id_t)tid, name, (fti_id_t)fid, offset, ndims, dims);
+}

@@ -675,6 +675,7 @@ int crpm_checkpoint(int id, int level)
     }
     /* an older rank count's files may go now (api_global.c); level 4 counts only if it committed */
     crpm_global_committed(ctx, rc == 0 ? level : CRPM_L1);
+    ctx->last_level = rc == 0 ? level : CRPM_L1;
     double t1 = crpm_now();
     ctx->cost[0] = t_commit - t0 - waited; /* the wait is the previous drain's, counted apart */
     /* in the background a level's cost is its drain's (the last one measured; -1: none yet, which the
@@ -772,12 +773,20 @@ int crpm_finalize(void)
     int rc = agree(CRPM_SUCCESS, fn);
     if (rc == 0)
         crpm_runlog_end(ctx);
+    /* keep_last_ckpt = global with glbl_dir, and the newest checkpoint is a
+     * committed level-4 one (taken in this run, or the one this run restarted
+     * from and superseded by none): it is kept in glbl_dir, where the next
+     * allocation finds it, and the node-local files go, as FTI's
+     * keep_last_ckpt does (node-local storage does not outlive a job).  bgrc
+     * and last_level are the same on every rank. */
+    int newest_l4 = ctx->last_level == CRPM_L4 || (ctx->last_level == 0 && ctx->status == CRPM_STATUS_L4);
+    int global_only = ctx->cfg.keep_last_ckpt == CRPM_KEEP_GLOBAL && ctx->cfg.glbl_dir[0] && newest_l4 && bgrc == 0;
     if (rc == 0 && ctx->stop.reason) /* stopped early: the checkpoints are needed */
         rc = crpm_stop_mark(ctx);
     else if (rc == 0 && !ctx->cfg.keep_last_ckpt)
         rc = crpm_global_finalize(ctx); /* an older rank count's files (api_global.c) */
-    if (rc == 0 && !ctx->stop.reason && !ctx->cfg.keep_last_ckpt)
-        rc = crpm_jobdir_remove(ctx);
+    if (rc == 0 && !ctx->stop.reason && (!ctx->cfg.keep_last_ckpt || global_only))
+        rc = crpm_jobdir_remove(ctx, global_only);
     if (rc != 0)
         report(rc, fn);
     else if (bgrc != 0)

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,6 +33,23 @@ extern "C" {
 #define FTI_NSCS (-1)    /* failure */
 #define FTI_NREC (-2)    /* recovery failed or nothing to recover */
 #define FTI_HEAD 2       /* FTI_Init on a head process (never returned here: no heads) */
+
+/* The token an FTI program sends its node's head at the end (FTI's value;
+ * there are no heads here, so nobody waits for it). */
+#define FTI_ENDW 995
+
+/* FTI's I/O modes (FTI_GetConfig's ioMode: ckpt_io = 1..5). */
+#define FTI_IO_POSIX 1001
+#define FTI_IO_MPI 1002
+#define FTI_IO_FTIFF 1003
+#define FTI_IO_SIONLIB 1004
+#define FTI_IO_HDF5 1005
+
+/* FTI's allocation shorthand, which FTI's header gives its programs:
+ * `num` elements of `type`, from malloc. */
+#ifndef talloc
+#define talloc(type, num) ((type *)malloc(sizeof(type) * (size_t)(num)))
+#endif
 
 /* verbosity levels of the configuration file */
 #define FTI_DBUG 1
@@ -107,6 +125,42 @@ extern fti_id_t FTI_SFLT;   /* float */
 extern fti_id_t FTI_DBLE;   /* double */
 extern fti_id_t FTI_LDBE;   /* long double */
 
+/* FTI_GetConfig: what a configuration file sets, as FTI reports it.  The
+ * fields are the ones with a meaning in libcrpm. */
+typedef struct FTIT_configuration {
+    char cfgFile[FTI_BUFS];
+    int ioMode;             /* FTI_IO_POSIX .. FTI_IO_HDF5 from ckpt_io; -1: the file was not read */
+    int verbosity;          /* FTI's scale, 1 (debug) .. 4 (errors) */
+    int saveLastCkpt;       /* keep_last_ckpt */
+    int keepL4Ckpt;         /* keep_l4_ckpt */
+    int dcpEnabled;         /* enable_dcp (libcrpm is always differential) */
+    char localDir[FTI_BUFS];  /* ckpt_dir */
+    char glbalDir[FTI_BUFS];  /* glbl_dir ("" if none) */
+    char metadDir[FTI_BUFS];  /* meta_dir ("" if none; not used here) */
+} FTIT_configuration;
+
+typedef struct FTIT_topology {
+    int nbProc;             /* ranks of the communicator */
+    int nbNodes;            /* nodes: nbProc / nodeSize, rounded up */
+    int myRank;             /* this rank in the communicator */
+    int nodeSize;           /* node_size (1 when absent) */
+    int nbHeads;            /* head as configured (no heads run here) */
+    int nbApprocs;          /* application ranks per node */
+    int groupSize;          /* group_size */
+    int nodeID;             /* this rank's node */
+} FTIT_topology;
+
+typedef struct FTIT_checkpoint {
+    int ckptIntv;           /* ckpt_lN in minutes, 0 = off ([1..4]; [0] unused) */
+    int isInline;           /* inline_lN ([2..4]; 1 for level 1) */
+} FTIT_checkpoint;
+
+typedef struct FTIT_allConfiguration {
+    FTIT_configuration configuration;
+    FTIT_topology topology;
+    FTIT_checkpoint checkpoints[5];
+} FTIT_allConfiguration;
+
 /* ---- life cycle ---------------------------------------------------------- */
 /* Collective.  Reads the FTI configuration file (never rewrites it), sets
  * FTI_COMM_WORLD and decides, from the checkpoints found, whether this is a
@@ -119,18 +173,23 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm);
 int FTI_Status(void);
 /* Collective; removes the checkpoints unless keep_last_ckpt = 1. */
 int FTI_Finalize(void);
+/* Collective over comm: the settings of configFile (also before FTI_Init);
+ * configuration.ioMode is -1 when the file cannot be read or is invalid. */
+FTIT_allConfiguration FTI_GetConfig(const char *configFile, MPI_Comm comm);
 
 /* ---- data types ------------------------------------------------------------ */
 int FTI_InitType(fti_id_t *type, int size);
 /* Returns the new type's handle, or FTI_NSCS. */
 fti_id_t FTI_InitCompositeType(const char *name, size_t size, FTIT_H5Group *h5g);
 int FTI_AddScalarField(fti_id_t id, const char *name, fti_id_t fid, size_t offset);
-int FTI_AddVectorField(fti_id_t id, const char *name, fti_id_t tid, size_t offset, int ndims, int *dim_sizes);
+/* dim_sizes: ndims lengths, as FTI declares them (int64_t). */
+int FTI_AddVectorField(fti_id_t id, const char *name, fti_id_t tid, size_t offset, int ndims, int64_t *dim_sizes);
 
 /* ---- protection ------------------------------------------------------------ */
 int FTI_Protect(int id, void *ptr, int64_t count, fti_id_t tid);
 int FTI_SetAttribute(int id, FTIT_attribute attribute, FTIT_attributeFlag flag);
-int FTI_DefineDataset(int id, int rank, int *dimLength, const char *name, FTIT_H5Group *h5group);
+/* dimLength: `rank` lengths, as FTI declares them (int64_t). */
+int FTI_DefineDataset(int id, int rank, int64_t *dimLength, const char *name, FTIT_H5Group *h5group);
 int FTI_InitGroup(FTIT_H5Group *h5group, const char *name, FTIT_H5Group *parent);
 int FTI_RenameGroup(FTIT_H5Group *h5group, const char *name);
 /* The id of `name`, allocating the next free id for a new name. */

@@ -31,7 +31,7 @@ typedef struct field {
     fti_id_t type;
     size_t offset;
     int ndims;
-    int dims[FTI_MAX_DIMS];
+    int64_t dims[FTI_MAX_DIMS];
 } field;
 
 typedef struct type_rec {
@@ -49,6 +49,7 @@ typedef struct var_rec {
     fti_id_t type;
     char name[FTI_BUFS];
     FTIT_dimension dim;
+    void *icp_copy;         /* FTI_AddVarICP: the value when it was added */
 } var_rec;
 
 typedef struct str_id {
@@ -73,6 +74,11 @@ static struct {
     int nodes_even;         /* every node has the same number of ranks */
     int l3;                 /* the nodes form whole groups of group_size: FTI level 3 is libcrpm's */
     int notice_l23, notice_l3, notice_l4;
+    int icp_open, icp_on;   /* between FTI_InitICP and FTI_FinalizeICP; activated */
+    char *crpm_text;        /* the libcrpm configuration FTI_Init made (a second FTI_Init compares) */
+    int icp_id, icp_level;
+    int rv_failed;          /* an FTI_RecoverVar failed since FTI_RecoverVarInit */
+    int last_cl, last_id;   /* libcrpm level and id of this run's newest checkpoint (0: none) */
     type_rec *types;        /* handles NPREDEF.. */
     int ntypes;
     var_rec *vars;
@@ -187,7 +193,7 @@ fti_id_t FTI_InitCompositeType(const char *name, size_t size, FTIT_H5Group *h5g)
 }
 
 static int add_field(const char *fn, fti_id_t id, const char *name, fti_id_t ftype, size_t offset, int ndims,
-                     const int *dims)
+                     const int64_t *dims)
 {
     if (!F.init)
         return not_init(fn);
@@ -206,8 +212,9 @@ static int add_field(const char *fn, fti_id_t id, const char *name, fti_id_t fty
     }
     uint64_t bytes = (uint64_t)fct.size;
     for (int d = 0; d < ndims; d++) {
-        if (dims[d] <= 0) {
-            fti_say(FTI_EROR, 1, "%s: dimension %d of field '%s' is %d", fn, d, name ? name : "", dims[d]);
+        if (dims[d] <= 0 || (uint64_t)dims[d] > UINT64_MAX / bytes) {
+            fti_say(FTI_EROR, 1, "%s: dimension %d of field '%s' is %lld", fn, d, name ? name : "",
+                    (long long)dims[d]);
             return FTI_NSCS;
         }
         bytes *= (uint64_t)dims[d];
@@ -240,7 +247,7 @@ int FTI_AddScalarField(fti_id_t id, const char *name, fti_id_t fid, size_t offse
     return add_field("FTI_AddScalarField", id, name, fid, offset, 0, NULL);
 }
 
-int FTI_AddVectorField(fti_id_t id, const char *name, fti_id_t tid, size_t offset, int ndims, int *dim_sizes)
+int FTI_AddVectorField(fti_id_t id, const char *name, fti_id_t tid, size_t offset, int ndims, int64_t *dim_sizes)
 {
     if (ndims < 1) {
         fti_say(FTI_EROR, 1, "FTI_AddVectorField: field '%s' needs at least one dimension", name ? name : "");
@@ -287,6 +294,8 @@ int FTI_Protect(int id, void *ptr, int64_t count, fti_id_t tid)
     v->ptr = ptr;
     v->count = count;
     v->type = tid;
+    fti_say(FTI_INFO, 0, "variable %d protected: %lld elements of %lld bytes", id, (long long)count,
+            (long long)ct.size);
     return FTI_SCES;
 }
 
@@ -334,7 +343,7 @@ int FTI_SetAttribute(int id, FTIT_attribute attribute, FTIT_attributeFlag flag)
     return FTI_SCES;
 }
 
-int FTI_DefineDataset(int id, int rank, int *dimLength, const char *name, FTIT_H5Group *h5group)
+int FTI_DefineDataset(int id, int rank, int64_t *dimLength, const char *name, FTIT_H5Group *h5group)
 {
     const char *fn = "FTI_DefineDataset";
     (void)h5group;
@@ -350,7 +359,7 @@ int FTI_DefineDataset(int id, int rank, int *dimLength, const char *name, FTIT_H
     FTIT_dimension d = {.ndims = rank};
     for (int i = 0; i < rank; i++) {
         if (dimLength[i] < 0) {
-            fti_say(FTI_EROR, 1, "%s(%d): dimension %d is %d", fn, id, i, dimLength[i]);
+            fti_say(FTI_EROR, 1, "%s(%d): dimension %d is %lld", fn, id, i, (long long)dimLength[i]);
             return FTI_NSCS;
         }
         d.count[i] = (FTIT_hsize_t)dimLength[i];
@@ -391,26 +400,21 @@ int FTI_RenameGroup(FTIT_H5Group *h5group, const char *name)
     return FTI_SCES;
 }
 
-/* Ids are handed out in call order, so a relaunched program that asks for
- * its names in the same order gets the same ids, as with FTI. */
-int FTI_setIDFromString(const char *name)
+/* String ids survive a restart: the id of a name is derived from the name
+ * itself (FNV-1a, in 0x40000000 .. 0x7fffffff, above the ids programs
+ * number by hand), so a relaunched program finds the id its checkpoint used
+ * whatever order it names its variables in, at every level, with nothing
+ * more to store.  Two names of one run with the same id are refused. */
+static int name_id(const char *name)
 {
-    if (!F.init)
-        return not_init("FTI_setIDFromString");
-    if (!name || strlen(name) >= FTI_BUFS) {
-        fti_say(FTI_EROR, 1, "FTI_setIDFromString: need a name shorter than %d characters", FTI_BUFS);
-        return FTI_NSCS;
-    }
-    int next = 0;
-    for (int i = 0; i < F.nids; i++) {
-        if (strcmp(F.ids[i].name, name) == 0)
-            return F.ids[i].id;
-        if (F.ids[i].id >= next)
-            next = F.ids[i].id + 1;
-    }
-    for (int i = 0; i < F.nvars; i++)
-        if (F.vars[i].id >= next)
-            next = F.vars[i].id + 1;
+    uint32_t h = 2166136261u;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        h = (h ^ *c) * 16777619u;
+    return (int)(0x40000000u | (h & 0x3fffffffu));
+}
+
+static int add_name(const char *name, int id)
+{
     str_id *n = realloc(F.ids, sizeof *n * (size_t)(F.nids + 1));
     if (!n) {
         fti_say(FTI_EROR, 1, "FTI_setIDFromString: out of memory");
@@ -418,18 +422,51 @@ int FTI_setIDFromString(const char *name)
     }
     F.ids = n;
     snprintf(n[F.nids].name, sizeof n[F.nids].name, "%s", name);
-    n[F.nids].id = next;
+    n[F.nids].id = id;
     F.nids++;
-    return next;
+    return id;
 }
 
+int FTI_setIDFromString(const char *name)
+{
+    if (!F.init)
+        return not_init("FTI_setIDFromString");
+    if (!name || !*name || strlen(name) >= FTI_BUFS) {
+        fti_say(FTI_EROR, 1, "FTI_setIDFromString: need a name of 1 to %d characters", FTI_BUFS - 1);
+        return FTI_NSCS;
+    }
+    int id = name_id(name);
+    for (int i = 0; i < F.nids; i++) {
+        if (strcmp(F.ids[i].name, name) == 0)
+            return F.ids[i].id;
+        if (F.ids[i].id == id) {
+            fti_say(FTI_EROR, 1, "FTI_setIDFromString: names '%s' and '%s' give the same id %d; rename one",
+                    F.ids[i].name, name, id);
+            return FTI_NSCS;
+        }
+    }
+    if (find_var(id)) {
+        fti_say(FTI_EROR, 1, "FTI_setIDFromString('%s'): its id %d is already protected under a number", name, id);
+        return FTI_NSCS;
+    }
+    return add_name(name, id);
+}
+
+/* A name set in this run, or one whose variable the checkpoint waiting to be
+ * recovered holds (a restart: the program asks for its names again). */
 int FTI_getIDFromString(const char *name)
 {
     if (!F.init)
         return not_init("FTI_getIDFromString");
-    for (int i = 0; name && i < F.nids; i++)
+    if (!name || !*name || strlen(name) >= FTI_BUFS)
+        return FTI_NSCS;
+    for (int i = 0; i < F.nids; i++)
         if (strcmp(F.ids[i].name, name) == 0)
             return F.ids[i].id;
+    int id = name_id(name);
+    int64_t bytes = 0;
+    if (F.pending && crpm_stored_size(id, &bytes) == CRPM_SUCCESS)
+        return add_name(name, id);
     return FTI_NSCS;
 }
 
@@ -487,6 +524,8 @@ int FTI_Checkpoint(int id, int level)
 {
     if (!F.init)
         return not_init("FTI_Checkpoint");
+    if (!F.icp_on) /* an incremental checkpoint said so at FTI_InitICP */
+        fti_say(FTI_INFO, 0, "checkpoint %d requested (FTI level %d)", id, level);
     int cl = map_level(level);
     if (cl < 0)
         return FTI_NSCS;
@@ -495,7 +534,119 @@ int FTI_Checkpoint(int id, int level)
     /* the newest state is the one in memory: nothing waits to be recovered */
     F.pending = 0;
     F.ckpts++;
+    F.last_cl = cl;
+    F.last_id = id;
+    fti_say(FTI_INFO, 0, "checkpoint %d (FTI level %d) taken as libcrpm level %d", id, level, cl);
     return FTI_DONE;
+}
+
+/* ---- incremental checkpoints (ICP) ------------------------------------------
+ * FTI writes each variable when FTI_AddVarICP names it, so the checkpoint
+ * holds each variable's value at that moment while the program goes on
+ * changing the others.  Here each added variable's bytes are copied then;
+ * FTI_FinalizeICP protects the copies in place of the variables, takes one
+ * (differential) checkpoint and protects the variables again.  A protected
+ * variable that was not added is saved with its value at FTI_FinalizeICP. */
+static void icp_drop(void)
+{
+    for (int i = 0; i < F.nvars; i++) {
+        free(F.vars[i].icp_copy);
+        F.vars[i].icp_copy = NULL;
+    }
+    F.icp_open = F.icp_on = 0;
+}
+
+int FTI_InitICP(int id, int level, bool activate)
+{
+    if (!F.init)
+        return not_init("FTI_InitICP");
+    if (F.icp_open) {
+        fti_say(FTI_EROR, 1, "FTI_InitICP(%d): checkpoint %d is still open (FTI_FinalizeICP first)", id, F.icp_id);
+        return FTI_NSCS;
+    }
+    if (activate)
+        fti_say(FTI_INFO, 0, "checkpoint %d requested (FTI level %d, incremental)", id, level);
+    if (activate && map_level(level) < 0)
+        return FTI_NSCS;
+    F.icp_open = 1;
+    F.icp_on = activate;
+    F.icp_id = id;
+    F.icp_level = level;
+    return FTI_SCES;
+}
+
+int FTI_AddVarICP(int varID)
+{
+    const char *fn = "FTI_AddVarICP";
+    if (!F.init)
+        return not_init(fn);
+    if (!F.icp_open) {
+        fti_say(FTI_EROR, 1, "%s(%d): no incremental checkpoint is open (FTI_InitICP first)", fn, varID);
+        return FTI_NSCS;
+    }
+    if (!F.icp_on)
+        return FTI_SCES;
+    var_rec *v = protected_var(fn, varID);
+    crpm_type_t ct;
+    if (!v || type_of(v->type, &ct) != 0)
+        return FTI_NSCS;
+    if (v->icp_copy) {
+        fti_say(FTI_EROR, 1, "%s(%d): variable already added to checkpoint %d", fn, varID, F.icp_id);
+        return FTI_NSCS;
+    }
+    size_t bytes = (size_t)v->count * (size_t)ct.size;
+    v->icp_copy = malloc(bytes ? bytes : 1);
+    if (!v->icp_copy) {
+        fti_say(FTI_EROR, 1, "%s(%d): cannot allocate %zu bytes for the variable's value", fn, varID, bytes);
+        return FTI_NSCS;
+    }
+    if (bytes)
+        memcpy(v->icp_copy, v->ptr, bytes);
+    return FTI_SCES;
+}
+
+int FTI_FinalizeICP(void)
+{
+    const char *fn = "FTI_FinalizeICP";
+    if (!F.init)
+        return not_init(fn);
+    if (!F.icp_open) {
+        fti_say(FTI_EROR, 1, "%s: no incremental checkpoint is open (FTI_InitICP first)", fn);
+        return FTI_NSCS;
+    }
+    if (!F.icp_on) {
+        icp_drop();
+        return FTI_SCES;
+    }
+    /* The copies stand in for their variables during the checkpoint; every
+     * variable gets its own memory back whatever happens. */
+    int ok = 1, swapped = 0;
+    for (int i = 0; i < F.nvars && ok; i++) {
+        var_rec *v = &F.vars[i];
+        crpm_type_t ct;
+        if (!v->icp_copy)
+            continue;
+        ok = type_of(v->type, &ct) == 0 && crpm_ok(crpm_protect(v->id, v->icp_copy, v->count, ct), fn);
+        swapped = i + 1;
+    }
+    /* A protection that failed is local: the ranks agree before the
+     * (collective) checkpoint, so that none waits in it alone. */
+    int all_ok = 0, rc = FTI_NSCS;
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, F.comm) != MPI_SUCCESS)
+        all_ok = 0;
+    if (all_ok)
+        rc = FTI_Checkpoint(F.icp_id, F.icp_level);
+    else
+        fti_say(FTI_EROR, 1, "%s: checkpoint %d not taken: %s", fn, F.icp_id,
+                ok ? "a variable could not be set aside on another rank" : "a variable could not be set aside");
+    for (int i = 0; i < swapped; i++) {
+        var_rec *v = &F.vars[i];
+        crpm_type_t ct;
+        if (v->icp_copy && type_of(v->type, &ct) == 0 && !crpm_ok(crpm_protect(v->id, v->ptr, v->count, ct), fn))
+            rc = FTI_NSCS;
+    }
+    icp_drop();
+    return rc == FTI_DONE ? FTI_SCES : FTI_NSCS;
 }
 
 /* FTI's status, not libcrpm's: 1 whatever level the checkpoint waiting to be
@@ -508,13 +659,41 @@ int FTI_Status(void)
     return F.pending ? (crpm_status() == CRPM_STATUS_RESHAPED ? 3 : 1) : 0;
 }
 
+/* FTI's FTI_Recover is local: programs call it on some ranks and
+ * FTI_RecoverVar on others, and retry after FTI_Realloc when a variable
+ * grew.  It reads variable by variable (crpm_recover_var, local) where the
+ * checkpoint allows it; a level-4 checkpoint (read whole) and a restart
+ * through global datasets need libcrpm's collective crpm_recover, which
+ * every rank must then call. */
+static int recover_collective(void)
+{
+    if (!crpm_ok(crpm_recover(), "FTI_Recover"))
+        return FTI_NREC;
+    F.pending = 0;
+    return FTI_SCES;
+}
+
 int FTI_Recover(void)
 {
     if (!F.init) {
         not_init("FTI_Recover");
         return FTI_NREC;
     }
-    if (!crpm_ok(crpm_recover(), "FTI_Recover"))
+    if (crpm_status() == CRPM_STATUS_RESHAPED || fti_global_count() > 0 || F.nvars == 0)
+        return recover_collective();
+    if (!have_checkpoint()) {
+        fti_say(FTI_EROR, 1, "FTI_Recover: there is no checkpoint to recover from (fresh start)");
+        return FTI_NREC;
+    }
+    int failed = 0;
+    for (int i = 0; i < F.nvars; i++) {
+        int rc = crpm_recover_var(F.vars[i].id);
+        if (rc == CRPM_ERR_NOTSUP && i == 0)
+            return recover_collective(); /* the same on every rank: the checkpoint's level */
+        if (!crpm_ok(rc, "FTI_Recover"))
+            failed = 1;
+    }
+    if (failed)
         return FTI_NREC;
     F.pending = 0;
     return FTI_SCES;
@@ -564,6 +743,7 @@ int FTI_RecoverVarInit(void)
         fti_say(FTI_EROR, 1, "FTI_RecoverVarInit: there is no checkpoint to recover from (fresh start)");
         return FTI_NREC;
     }
+    F.rv_failed = 0;
     return FTI_SCES;
 }
 
@@ -571,14 +751,24 @@ int FTI_RecoverVar(int id)
 {
     if (!F.init)
         return not_init("FTI_RecoverVar");
-    return crpm_ok(crpm_recover_var(id), "FTI_RecoverVar") ? FTI_SCES : FTI_NREC;
+    if (crpm_ok(crpm_recover_var(id), "FTI_RecoverVar"))
+        return FTI_SCES;
+    F.rv_failed = 1;
+    return FTI_NREC;
 }
 
 int FTI_RecoverVarFinalize(void)
 {
     if (!F.init)
         return not_init("FTI_RecoverVarFinalize");
-    F.pending = 0; /* the application has recovered what it wanted */
+    /* The application has recovered what it wanted; after a failed
+     * FTI_RecoverVar (a variable that grew) the recovery stays due, so that
+     * FTI_Realloc resizes and a retry can read it. */
+    if (F.rv_failed) {
+        F.rv_failed = 0;
+        return FTI_NSCS;
+    }
+    F.pending = 0;
     return FTI_SCES;
 }
 
@@ -681,13 +871,82 @@ static int read_config(MPI_Comm comm, const char *file, char **text, char *err, 
     return 0;
 }
 
+/* dst (n bytes) gets src, cut to fit (FTI's fields are FTI_BUFS long). */
+static void copy_cut(char *dst, size_t n, const char *src)
+{
+    size_t len = strnlen(src, n - 1);
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
+/* FTI_GetConfig: the file read and parsed as FTI_Init reads it (collective
+ * over comm: rank 0 reads, all parse the same text). */
+FTIT_allConfiguration FTI_GetConfig(const char *configFile, MPI_Comm comm)
+{
+    FTIT_allConfiguration a;
+    memset(&a, 0, sizeof a);
+    a.configuration.ioMode = -1;
+    int mpi = 0, fin = 0;
+    MPI_Initialized(&mpi);
+    MPI_Finalized(&fin);
+    if (!mpi || fin || comm == MPI_COMM_NULL) {
+        fti_say(FTI_EROR, 1, "FTI_GetConfig: needs MPI and a communicator");
+        return a;
+    }
+    char err[1024] = "", *text = NULL;
+    fti_settings *st = calloc(1, sizeof *st);
+    if (!st) {
+        fti_say(FTI_EROR, 1, "FTI_GetConfig: out of memory");
+        return a;
+    }
+    int bad = read_config(comm, configFile, &text, err, sizeof err) != 0 ||
+              fti_config_parse(text, configFile, st, err, sizeof err) != 0;
+    free(text);
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (bad) {
+        if (rank == 0)
+            fti_say(FTI_EROR, 1, "FTI_GetConfig: %s", err);
+        free(st);
+        return a;
+    }
+    FTIT_configuration *c = &a.configuration;
+    copy_cut(c->cfgFile, sizeof c->cfgFile, configFile);
+    c->ioMode = FTI_IO_POSIX + st->ckpt_io - 1;
+    c->verbosity = st->verbosity;
+    c->saveLastCkpt = st->keep_last_ckpt;
+    c->keepL4Ckpt = st->keep_l4_ckpt;
+    c->dcpEnabled = st->enable_dcp;
+    copy_cut(c->localDir, sizeof c->localDir, st->ckpt_dir);
+    copy_cut(c->glbalDir, sizeof c->glbalDir, st->glbl_dir);
+    copy_cut(c->metadDir, sizeof c->metadDir, st->meta_dir);
+    FTIT_topology *t = &a.topology;
+    t->nbProc = size;
+    t->myRank = rank;
+    t->nodeSize = st->node_size;
+    t->nbNodes = (size + st->node_size - 1) / st->node_size;
+    t->nbHeads = st->head;
+    t->nbApprocs = st->node_size;
+    t->groupSize = st->group_size;
+    t->nodeID = rank / st->node_size;
+    for (int l = 1; l <= 4; l++) {
+        a.checkpoints[l].ckptIntv = st->ckpt_min[l];
+        a.checkpoints[l].isInline = l == 1 ? 1 : st->inline_l[l];
+    }
+    free(st);
+    return a;
+}
+
 static void release(void)
 {
+    icp_drop();
     for (int i = 0; i < F.ntypes; i++)
         free(F.types[i].fields);
     free(F.types);
     free(F.vars);
     free(F.ids);
+    free(F.crpm_text);
     int fin = 0;
     MPI_Finalized(&fin);
     if (F.have_comm && !fin)
@@ -744,6 +1003,44 @@ static int minute_seconds(double *out, char *err, size_t errlen)
     return 0;
 }
 
+/* A second FTI_Init without FTI_Finalize: FTI's restart in the same process
+ * (the program starts over from its newest checkpoint without a crash).  The
+ * libcrpm session goes on: the configuration must make the same libcrpm
+ * configuration; the variables stay protected; FTI_Status() is 1 when a
+ * checkpoint exists (taken or found in this process), and FTI_Recover reads
+ * the newest.  Collective over the first FTI_Init's communicator. */
+static int reinit(const char *configFile)
+{
+    char err[1024] = "", *text = NULL, *again = NULL;
+    fti_settings *st = calloc(1, sizeof *st);
+    int bad = !st || read_config(F.comm, configFile, &text, err, sizeof err) != 0 ||
+              fti_config_parse(text, configFile, st, err, sizeof err) != 0;
+    free(text);
+    if (!bad && !(again = fti_config_crpm_text(st, F.l3)))
+        snprintf(err, sizeof err, "FTI_Init: out of memory");
+    int same = again && strcmp(again, F.crpm_text) == 0, all_same = 0;
+    free(again);
+    if (MPI_Allreduce(&same, &all_same, 1, MPI_INT, MPI_MIN, F.comm) != MPI_SUCCESS)
+        all_same = 0;
+    if (!all_same) {
+        if (F.rank == 0)
+            fti_say(FTI_EROR, 1, "FTI_Init: FTI is already initialised %s%s", err[0] ? "and " : "with another "
+                "configuration (FTI_Finalize first to change it)", err);
+        free(st);
+        return FTI_NSCS;
+    }
+    if (st->verbosity != F.cfg.verbosity)
+        F.cfg.verbosity = st->verbosity;
+    free(st);
+    icp_drop();
+    F.pending = have_checkpoint();
+    F.t0 = MPI_Wtime();
+    memset(F.ticks, 0, sizeof F.ticks);
+    fti_say(FTI_INFO, 0, "FTI_Init again without FTI_Finalize: restart in the same process, %s",
+            F.pending ? "a checkpoint is available (FTI_Status() = 1)" : "no checkpoint yet");
+    return FTI_SCES;
+}
+
 int FTI_Init(const char *configFile, MPI_Comm globalComm)
 {
     int mpi = 0, fin = 0;
@@ -753,14 +1050,19 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm)
         fti_say(FTI_EROR, 1, "FTI_Init: MPI is not initialised");
         return FTI_NSCS;
     }
-    if (F.init) {
-        fti_say(FTI_EROR, 1, "FTI_Init: FTI is already initialised");
-        return FTI_NSCS;
-    }
     if (globalComm == MPI_COMM_NULL) {
         fti_say(FTI_EROR, 1, "FTI_Init: the communicator is MPI_COMM_NULL");
         return FTI_NSCS;
     }
+    if (F.init)
+        return reinit(configFile);
+    /* FTI sets FTI_COMM_WORLD before anything can fail: a program whose
+     * FTI_Init was refused still uses it.  The given communicator until a
+     * duplicate replaces it below. */
+    if (F.own_world)
+        MPI_Comm_free(&FTI_COMM_WORLD);
+    F.own_world = 0;
+    FTI_COMM_WORLD = globalComm;
     release();
     if (MPI_Comm_dup(globalComm, &F.comm) != MPI_SUCCESS) {
         fti_say(FTI_EROR, 1, "FTI_Init: MPI_Comm_dup failed");
@@ -801,19 +1103,29 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm)
         release();
         return FTI_NSCS;
     }
+    /* staging's directory (enable_staging = 1), agreed before libcrpm opens anything */
+    const char *stage_base = F.cfg.ckpt_dir[0] ? F.cfg.ckpt_dir : getenv("CRPM_CKPT_DIR");
+    int sok = fti_stage_init(stage_base ? stage_base : ".", F.rank, F.cfg.enable_staging) == FTI_SCES, all_sok = 0;
+    if (MPI_Allreduce(&sok, &all_sok, 1, MPI_INT, MPI_MIN, F.comm) != MPI_SUCCESS || !all_sok) {
+        fti_say(FTI_EROR, 1, "FTI_Init: staging could not be set up%s", sok ? " on another rank" : "");
+        fti_stage_finalize();
+        free(crpm_text);
+        release();
+        return FTI_NSCS;
+    }
     char origin[FTI_CFG_PATH_MAX + 64];
     snprintf(origin, sizeof origin, "%s (FTI configuration)", configFile);
     int rc = crpm_init_text(crpm_text, origin, globalComm);
-    free(crpm_text);
+    F.crpm_text = crpm_text;
     if (!crpm_ok(rc, "FTI_Init")) {
+        fti_stage_finalize();
         release();
         return rc == CRPM_ERR_CONFIG || rc == CRPM_ERR_INVAL ? FTI_NSCS : FTI_NREC;
     }
-    if (F.own_world)
-        MPI_Comm_free(&FTI_COMM_WORLD);
-    F.own_world = 0;
     if (MPI_Comm_dup(globalComm, &FTI_COMM_WORLD) != MPI_SUCCESS) {
+        FTI_COMM_WORLD = globalComm;
         fti_say(FTI_EROR, 1, "FTI_Init: MPI_Comm_dup failed");
+        fti_stage_finalize();
         crpm_finalize();
         release();
         return FTI_NSCS;
@@ -826,8 +1138,10 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm)
     if (F.cfg.head)
         fti_say(FTI_WARN, 0, "head = 1: libcrpm runs without head processes; all %d ranks run the application and "
             "FTI_COMM_WORLD holds them all", F.nranks);
+    /* FTI's own keys (a standard FTI file has dozens) are a notice, not a
+     * warning: the file is FTI's and stays valid for FTI */
     if (F.cfg.ignored[0])
-        fti_say(FTI_WARN, 0, "%s: keys with no meaning in libcrpm, ignored: %s%s", configFile, F.cfg.ignored,
+        fti_say(FTI_INFO, 0, "%s: keys with no meaning in libcrpm, ignored: %s%s", configFile, F.cfg.ignored,
             F.cfg.restart_keys ? " (a restart is decided from the checkpoints found; the file is never rewritten)"
                                : "");
     fti_say(FTI_INFO, 0, "FTI on libcrpm: %d ranks, %s", F.nranks,
@@ -835,11 +1149,61 @@ int FTI_Init(const char *configFile, MPI_Comm globalComm)
     return FTI_SCES;
 }
 
+/* keep_last_ckpt = 1 with glbl_dir: FTI moves the last checkpoint to the
+ * global directory at finalize, because node-local storage does not outlive
+ * a job.  Here the newest checkpoint, unless it is level 4 already, is read
+ * back into buffers of its own (the variables may have changed since) and
+ * written at level 4; libcrpm's finalize then keeps that level-4 copy alone
+ * (lib/api.c).  When some variable cannot be read back (protected after the
+ * last checkpoint, say), every rank keeps its node-local checkpoint as
+ * before, and says so.  Collective.  *bufs: the buffers, freed by the caller
+ * after crpm_finalize. */
+static void keep_in_global(void ***bufs)
+{
+    *bufs = NULL;
+    if (!F.cfg.keep_last_ckpt || !F.cfg.glbl_dir[0] || !have_checkpoint() || F.nvars == 0)
+        return;
+    if (F.last_cl == CRPM_L4 || (F.last_cl == 0 && crpm_status() == CRPM_STATUS_L4))
+        return; /* the newest checkpoint is in glbl_dir already */
+    void **buf = calloc((size_t)F.nvars, sizeof *buf);
+    int ok = buf != NULL, all_ok = 0;
+    for (int i = 0; ok && i < F.nvars; i++) {
+        var_rec *v = &F.vars[i];
+        crpm_type_t ct;
+        int64_t bytes = 0;
+        ok = type_of(v->type, &ct) == 0 && crpm_stored_size(v->id, &bytes) == CRPM_SUCCESS && bytes % ct.size == 0 &&
+             (buf[i] = malloc(bytes ? (size_t)bytes : 1)) != NULL &&
+             crpm_protect(v->id, buf[i], bytes / ct.size, ct) == CRPM_SUCCESS && crpm_recover_var(v->id) == CRPM_SUCCESS;
+    }
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, F.comm) != MPI_SUCCESS)
+        all_ok = 0;
+    if (!all_ok)
+        fti_say(FTI_WARN, 0, "FTI_Finalize: keep_last_ckpt = 1: the last checkpoint could not be read back on every "
+                "rank%s%s; it stays node-local", ok ? "" : ": ", ok ? "" : crpm_last_error());
+    else if (!crpm_ok(crpm_checkpoint(F.last_id, CRPM_L4), "FTI_Finalize (keep_last_ckpt: the last checkpoint to "
+                                                            "glbl_dir)"))
+        fti_say(FTI_WARN, 0, "FTI_Finalize: keep_last_ckpt = 1: the last checkpoint stays node-local");
+    else
+        fti_say(FTI_INFO, 0, "FTI_Finalize: keep_last_ckpt = 1: the last checkpoint is written to %s",
+                F.cfg.glbl_dir);
+    *bufs = buf;
+}
+
 int FTI_Finalize(void)
 {
     if (!F.init)
         return not_init("FTI_Finalize");
+    fti_stage_finalize(); /* the queued files are moved first */
+    int keep = F.cfg.keep_last_ckpt, nbufs = F.nvars;
+    void **bufs;
+    keep_in_global(&bufs);
     int rc = crpm_finalize();
+    for (int i = 0; bufs && i < nbufs; i++)
+        free(bufs[i]);
+    free(bufs);
+    if (rc >= 0)
+        fti_say(FTI_INFO, 0, "FTI_Finalize: the checkpoints are %s",
+                keep ? "kept (keep_last_ckpt = 1)" : "removed");
     release();
     fti_global_reset();
     return crpm_ok(rc, "FTI_Finalize") ? FTI_SCES : FTI_NSCS;

@@ -20,12 +20,12 @@
 enum key {
     K_HEAD, K_NODE_SIZE, K_GROUP_SIZE, K_CKPT_DIR, K_GLBL_DIR, K_META_DIR,
     K_CKPT_L1, K_CKPT_L2, K_CKPT_L3, K_CKPT_L4,
-    K_INLINE_L2, K_INLINE_L3, K_INLINE_L4, K_KEEP_LAST, K_KEEP_L4, K_VERBOSITY, K_ENABLE_DCP,
+    K_INLINE_L2, K_INLINE_L3, K_INLINE_L4, K_KEEP_LAST, K_KEEP_L4, K_VERBOSITY, K_ENABLE_DCP, K_CKPT_IO, K_ENABLE_STAGING,
     K_COUNT
 };
 
-/* [basic] keys with a meaning here; meta_dir and enable_dcp are checked and
- * accepted without effect (metadata lives in the containers, libcrpm is
+/* [basic] keys with a meaning here; meta_dir, enable_dcp and ckpt_io are
+ * checked and accepted without effect other than FTI_GetConfig's report (metadata lives in the containers, libcrpm is
  * always differential); inline_l2..l4 = 0 (FTI: the head writes the level)
  * become async = 1 (a background thread on every rank writes them). */
 static const char *const basic_keys[K_COUNT] = {
@@ -34,7 +34,8 @@ static const char *const basic_keys[K_COUNT] = {
     [K_CKPT_L1] = "ckpt_l1", [K_CKPT_L2] = "ckpt_l2", [K_CKPT_L3] = "ckpt_l3", [K_CKPT_L4] = "ckpt_l4",
     [K_INLINE_L2] = "inline_l2", [K_INLINE_L3] = "inline_l3", [K_INLINE_L4] = "inline_l4",
     [K_KEEP_LAST] = "keep_last_ckpt", [K_KEEP_L4] = "keep_l4_ckpt", [K_VERBOSITY] = "verbosity",
-    [K_ENABLE_DCP] = "enable_dcp",
+    [K_ENABLE_DCP] = "enable_dcp", [K_CKPT_IO] = "ckpt_io",
+    [K_ENABLE_STAGING] = "enable_staging",
 };
 
 typedef struct ctx {
@@ -119,7 +120,7 @@ static int handler(void *user, const char *section_raw, const char *name, const 
     }
     c->key_line[k] = c->in.line;
 
-    int ok = 1, dummy;
+    int ok = 1, dummy = 0;
     const char *want = "";
     switch (k) {
     case K_HEAD:
@@ -135,8 +136,7 @@ static int handler(void *user, const char *section_raw, const char *name, const 
     case K_CKPT_DIR:
     case K_GLBL_DIR:
     case K_META_DIR: {
-        char meta[FTI_CFG_PATH_MAX];
-        ok = set_path(k == K_CKPT_DIR ? s->ckpt_dir : k == K_GLBL_DIR ? s->glbl_dir : meta, value) == 0;
+        ok = set_path(k == K_CKPT_DIR ? s->ckpt_dir : k == K_GLBL_DIR ? s->glbl_dir : s->meta_dir, value) == 0;
         want = "a non-empty directory without ';', '#' or line breaks";
         break;
     }
@@ -151,10 +151,24 @@ static int handler(void *user, const char *section_raw, const char *name, const 
     case K_INLINE_L3:
     case K_INLINE_L4:
     case K_ENABLE_DCP:
+    case K_ENABLE_STAGING:
         ok = parse_int(value, 0, 1, &dummy) == 0;
+        if (k == K_ENABLE_STAGING) {
+            s->enable_staging = dummy;
+            want = "0 or 1";
+            break;
+        }
         if (ok && k != K_ENABLE_DCP && dummy == 0)
             s->async = 1;
+        if (k == K_ENABLE_DCP)
+            s->enable_dcp = dummy;
+        else
+            s->inline_l[2 + k - K_INLINE_L2] = dummy;
         want = "0 or 1";
+        break;
+    case K_CKPT_IO:
+        ok = parse_int(value, 1, 5, &s->ckpt_io) == 0;
+        want = "1 (POSIX), 2 (MPI-IO), 3 (FTI-FF), 4 (SIONlib) or 5 (HDF5)";
         break;
     case K_KEEP_LAST:
         ok = parse_int(value, 0, 1, &s->keep_last_ckpt) == 0;
@@ -182,6 +196,9 @@ int fti_config_parse(const char *text, const char *file, fti_settings *s, char *
     s->verbosity = 2;
     s->node_size = 1;
     s->group_size = 4; /* libcrpm's default, and FTI's example configuration's */
+    s->ckpt_io = 1;
+    for (int l = 2; l <= 4; l++)
+        s->inline_l[l] = 1;
     ctx c = {.file = file, .s = s};
     int rc = crpm_initext_parse(&c.in, text, handler, &c);
     if (rc == -2) {
@@ -222,8 +239,12 @@ char *fti_config_crpm_text(const fti_settings *s, int l3)
     char *t = malloc(n);
     if (!t)
         return NULL;
-    int len = snprintf(t, n, "[basic]\njob_name = fti\nkeep_last_ckpt = %d\nverbosity = %d\nkeep_l4 = %d\n",
-                       s->keep_last_ckpt, fti_config_crpm_verbosity(s->verbosity),
+    /* FTI's keep_last_ckpt moves the last checkpoint to glbl_dir when there
+     * is one: libcrpm's keep_last_ckpt = global (FTI_Finalize writes it at
+     * level 4 first) */
+    int len = snprintf(t, n, "[basic]\njob_name = fti\nkeep_last_ckpt = %s\nverbosity = %d\nkeep_l4 = %d\n",
+                       !s->keep_last_ckpt ? "0" : s->glbl_dir[0] ? "global" : "1",
+                       fti_config_crpm_verbosity(s->verbosity),
                        s->keep_l4_ckpt ? 1000000 : 1);
     /* FTI groups node_size consecutive ranks into a node, as libcrpm's
      * node_size does; without it libcrpm finds the nodes itself. */

@@ -17,6 +17,11 @@ typedef struct fti_settings {
                                       /* group_size (default 4) the nodes of a level-3 group */
     int node_size_set;                /* node_size was in the file (else MPI's shared-memory nodes) */
     int async;                        /* some inline_l2..l4 = 0: libcrpm's async = 1 (a thread, not a head) */
+    int inline_l[5];                  /* [2..4]: inline_l2..l4 (default 1) */
+    int ckpt_io;                      /* FTI's I/O library 1..5 (FTI_GetConfig only; default 1, POSIX) */
+    int enable_dcp;                   /* FTI_GetConfig only */
+    int enable_staging;               /* FTI_SendFile and friends (fti_stage.c) */
+    char meta_dir[FTI_CFG_PATH_MAX];  /* FTI_GetConfig only */
     char ignored[1024];               /* keys that have no meaning here: "a, [s] b, ..." */
     int restart_keys;                 /* [restart] keys were among them */
 } fti_settings;

@@ -209,6 +209,8 @@ int FTI_GetDatasetRank(int did)
     return g->rank;
 }
 
+int fti_global_count(void) { return nG; }
+
 void fti_global_reset(void)
 {
     for (int i = 0; i < nG; i++)

@@ -23,5 +23,15 @@ int fti_initialized(void);
 /* fti_global.c: forgets the global datasets (FTI_Finalize). */
 __attribute__((visibility("hidden")))
 void fti_global_reset(void);
+/* fti_stage.c: staging (enable_staging = 1): the stage directory made under
+ * ckpt_dir at init; finalize waits for the queued moves and stops the thread. */
+#define FTI_STAGE_DIR_MAX 4200
+__attribute__((visibility("hidden")))
+int fti_stage_init(const char *ckpt_dir, int rank, int enabled);
+__attribute__((visibility("hidden")))
+void fti_stage_finalize(void);
+/* fti_global.c: the number of global datasets defined. */
+__attribute__((visibility("hidden")))
+int fti_global_count(void);
 
 #endif

@@ -1,5 +1,5 @@
-/* Calls of FTI's interface that have no counterpart in libcrpm (staging,
- * incremental checkpoints, fault injection): each returns
+/* Calls of FTI's interface that have no counterpart in libcrpm (fault
+ * injection): each returns
  * FTI_NSCS (or NULL) and says so once per process, never crashes. */
 #include <fti.h>
 
@@ -26,39 +26,4 @@ int FTI_BitFlip(int datasetID)
 {
     (void)datasetID;
     return fti_unsupported("FTI_BitFlip", "no fault injection");
-}
-
-int FTI_InitICP(int id, int level, bool activate)
-{
-    (void)id; (void)level; (void)activate;
-    return fti_unsupported("FTI_InitICP", "no incremental checkpoints: use FTI_Checkpoint, which is differential");
-}
-
-int FTI_AddVarICP(int varID)
-{
-    (void)varID;
-    return fti_unsupported("FTI_AddVarICP", "no incremental checkpoints: use FTI_Checkpoint, which is differential");
-}
-
-int FTI_FinalizeICP(void)
-{
-    return fti_unsupported("FTI_FinalizeICP", "no incremental checkpoints: use FTI_Checkpoint, which is differential");
-}
-
-int FTI_GetStageDir(char *stageDir, int maxLen)
-{
-    (void)stageDir; (void)maxLen;
-    return fti_unsupported("FTI_GetStageDir", "no file staging");
-}
-
-int FTI_GetStageStatus(int ID)
-{
-    (void)ID;
-    return fti_unsupported("FTI_GetStageStatus", "no file staging");
-}
-
-int FTI_SendFile(const char *lpath, const char *rpath)
-{
-    (void)lpath; (void)rpath;
-    return fti_unsupported("FTI_SendFile", "no file staging");
 }

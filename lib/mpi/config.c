@@ -266,7 +266,11 @@ static int set_basic(crpm_config *cfg, int k, const char *value, const char **wa
         break;
     case K_KEEP_LAST_CKPT:
         ok = parse_bool(value, &cfg->keep_last_ckpt) == 0;
-        *want = "0 or 1";
+        if (!ok && strcmp(value, "global") == 0) {
+            cfg->keep_last_ckpt = CRPM_KEEP_GLOBAL;
+            ok = 1;
+        }
+        *want = "0, 1 or global";
         break;
     case K_KEEP_L4:
         ok = parse_long(value, 1, 1000000, &l) == 0;

@@ -8,6 +8,8 @@
 
 #include "fsutil.h" /* CRPM_PATH_MAX, CRPM_JOB_MAX */
 
+#define CRPM_KEEP_GLOBAL 2
+
 typedef struct crpm_config {
     /* [basic] */
     char ckpt_dir[CRPM_PATH_MAX];   /* required (file or CRPM_CKPT_DIR) */
@@ -25,7 +27,8 @@ typedef struct crpm_config {
     int ckpt_interval_l4_auto;          /* ckpt_interval_l4 = auto: the same for level 4 */
     double mtbf_s;                      /* mean time between failures; required by auto */
     double mtbf_l4_s;                   /* MTBF of failures level 1 does not survive (default mtbf_s) */
-    int keep_last_ckpt;                 /* 1: finalize leaves the checkpoints */
+    int keep_last_ckpt;                 /* 1: finalize leaves the checkpoints; CRPM_KEEP_GLOBAL: */
+                                        /* only a level-4 newest one, in glbl_dir (FTI's keep_last_ckpt) */
     int keep_l4;                        /* level-4 files kept (newest first) */
     int verbosity;                      /* 0 quiet .. 3 debug */
     uint64_t heap_size;                 /* persistent heap: bytes reserved; 0 = no heap */

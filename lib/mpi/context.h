@@ -55,6 +55,7 @@ typedef struct crpm_ctx {
     int recovered;             /* snapshot must not recover a second time */
     int broken;                /* a failed undo left the container state unknown */
     uint64_t last_id;          /* last checkpoint id (snapshot numbers from here) */
+    int last_level;            /* level of this run's newest committed checkpoint (0: none yet) */
 
     /* protected arrays, in protect order, and their ids */
     crpm_array *arrays;

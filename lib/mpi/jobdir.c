@@ -162,7 +162,7 @@ static void remove_set_aside(const crpm_ctx *ctx)
     remove_prefixed(ctx, prefix);
 }
 
-int crpm_jobdir_remove(crpm_ctx *ctx)
+int crpm_jobdir_remove(crpm_ctx *ctx, int keep_global)
 {
     const char *fn = "crpm_finalize";
     char mp[CRPM_PATH_MAX];
@@ -188,7 +188,8 @@ int crpm_jobdir_remove(crpm_ctx *ctx)
         rc = crpm_agree(ctx->comm, ctx->rank, rc, fn);
     }
     if (rc == 0 && ctx->rank == 0) {
-        crpm_coord_remove(ctx, 1);
+        if (!keep_global)
+            crpm_coord_remove(ctx, 1);
         rc = crpm_sync_dir(ctx->job_dir);
         if (rc == 0)
             rc = crpm_unlink_quiet(mp);

@@ -22,7 +22,8 @@ int crpm_jobdir_extra_ranks(const crpm_ctx *ctx, int remove);
 /* Collective: a finalize that was removing the checkpoints did not finish:
  * the job had completed, so finish the removal (a fresh start follows). */
 int crpm_jobdir_finish_removal(crpm_ctx *ctx);
-/* Collective: finalize without keep_last_ckpt removes the job's files. */
-int crpm_jobdir_remove(crpm_ctx *ctx);
+/* Collective: finalize without keep_last_ckpt removes the job's files;
+ * keep_global: all but the global levels' (level 4's files stay). */
+int crpm_jobdir_remove(crpm_ctx *ctx, int keep_global);
 
 #endif

@@ -201,12 +201,13 @@ int main(int argc, char **argv)
     CHECK(c.segment_size == 2u << 20 && c.block_size == 1024 && c.persistence == CRPM_PERSIST_PMEM);
     CHECK(parse("[basic]\nckpt_dir=/d\n[advanced]\nsegment_size=1G\n", &c) == 0 && c.segment_size == 1u << 30);
     CHECK(parse("[basic]\nckpt_dir=/d\nkeep_last_ckpt=0\n", &c) == 0 && c.keep_last_ckpt == 0);
+    CHECK(parse("[basic]\nckpt_dir=/d\nkeep_last_ckpt=global\n", &c) == 0 && c.keep_last_ckpt == CRPM_KEEP_GLOBAL);
     /* booleans are exactly 0 or 1, as documented */
     const char *not_bool[] = {"yes", "no", "true", "false", "on", "off", "01", "1.0", " 1x"};
     for (size_t i = 0; i < sizeof not_bool / sizeof not_bool[0]; i++) {
         char t[128], m[64];
         snprintf(t, sizeof t, "[basic]\nckpt_dir = /d\nkeep_last_ckpt = %s\n", not_bool[i]);
-        snprintf(m, sizeof m, "for keep_last_ckpt: expected 0 or 1");
+        snprintf(m, sizeof m, "for keep_last_ckpt: expected 0, 1 or global");
         CHECK(fails_with(t, m));
     }
     /* automatic interval */

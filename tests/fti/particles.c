@@ -43,7 +43,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(FTI_COMM_WORLD, &rank);
 
     fti_id_t vec3 = FTI_InitCompositeType("vec3", 3 * sizeof(double), NULL);
-    int three = 3;
+    int64_t three = 3;
     FTI_AddVectorField(vec3, "xyz", FTI_DBLE, 0, 1, &three);
     fti_id_t ptype = FTI_InitCompositeType("particle", sizeof(particle), NULL);
     FTI_AddScalarField(ptype, "pos", vec3, offsetof(particle, pos));

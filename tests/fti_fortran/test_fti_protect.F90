@@ -166,7 +166,7 @@ contains
     character(len=7), target, save :: names(3)
     character(len=11), pointer, save :: label
     type(particle), allocatable, target, save :: parts(:)
-    type(FTI_type), save :: particle_type
+    integer, save :: particle_type
     integer :: ierr, i, k, n
     integer(int64) :: stored
 
@@ -189,14 +189,16 @@ contains
        call FTI_Protect(301, al, ierr); call expect_ok(301, ierr, nbad)
        call FTI_Protect(302, names, ierr); call expect_ok(302, ierr, nbad)
        call FTI_Protect(303, label, ierr); call expect_ok(303, ierr, nbad)
-       call FTI_InitType(particle_type, int(storage_size(parts) / 8), ierr)
+       particle_type = FTI_InitType(int(storage_size(parts) / 8, c_size_t))
+       ierr = merge(FTI_NSCS, FTI_SCES, particle_type == FTI_NSCS)
        call expect_ok(304, ierr, nbad)
        call FTI_Protect(304, c_loc(parts), size(parts), particle_type, ierr)
        call expect_ok(304, ierr, nbad)
        ! a size of 0 bytes makes no type
-       call FTI_InitType(particle_type, 0, ierr)
+       ierr = FTI_InitType(0_c_size_t)
        call expect_refused(ierr, 305, nbad)
-       call FTI_InitType(particle_type, int(storage_size(parts) / 8), ierr)
+       particle_type = FTI_InitType(int(storage_size(parts) / 8, c_size_t))
+       ierr = merge(FTI_NSCS, FTI_SCES, particle_type == FTI_NSCS)
        call expect_ok(305, ierr, nbad)
        if (mode == MODE_READ) then
           call FTI_GetStoredSize(304, stored)
