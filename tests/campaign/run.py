@@ -207,7 +207,7 @@ def inspect(ctx, path):
     t = r.stdout.decode("utf-8", "replace")
     info = {"ok": r.returncode == 0, "cur": None, "prev_ok": False, "codewords": None, "epoch": None}
     m = re.search(r"^committed:\s+epoch (\d+), checkpoint id (-?\d+)", t, re.M)
-    if m:
+    if m and int(m.group(1)) > 0:  # epoch 0: created, nothing committed yet
         info["epoch"], info["cur"] = int(m.group(1)), int(m.group(2))
     m = re.search(r"^previous epoch:\s+(\S+)", t, re.M)
     info["prev_ok"] = bool(m and m.group(1) == "recoverable")
@@ -218,7 +218,7 @@ def inspect(ctx, path):
     if m and "level-4 file" in t:
         info["cur"], info["epoch"] = int(m.group(1)), int(m.group(2))
     m = re.search(r"parity of the job's epoch (\d+)", t)
-    if m:
+    if m and int(m.group(1)) > 0:
         info["cur"] = int(m.group(1))  # the job epoch (= the checkpoint id in this program)
     return info
 
@@ -233,6 +233,7 @@ class Facts:
 
     def __init__(self):
         self.files = {}  # path -> dict(kind, who, node, C, P, sig)
+        self.max_committed = None  # the newest id any file held before the damage
 
     def add(self, path, kind, who, node, info, l3prev):
         C, P = set(), set()
@@ -243,6 +244,8 @@ class Facts:
             if kind == "parity" and info["prev_ok"] and l3prev.get(info["cur"]) is not None:
                 P.add(l3prev[info["cur"]])
         P |= C
+        if info["cur"] is not None and info["ok"] and kind != "parity":
+            self.max_committed = max(self.max_committed or 0, info["cur"])
         self.files[path] = {"kind": kind, "who": who, "node": node, "C": C, "P": P, "info": info}
 
     def damage(self, path, cls, prev_too):
@@ -271,7 +274,6 @@ def oracle(case, facts, any_files):
     partner = {r: [set(), set()] for r in range(np_)}
     parity = {r: [set(), set()] for r in range(np_)}
     l4 = [set(), set()]
-    fresh_ok = {r: [False, False] for r in range(np_)}
     for f in facts.files.values():
         tgt = {"rank": own, "partner": partner, "parity": parity}.get(f["kind"])
         if f["kind"] == "l4":
@@ -280,10 +282,6 @@ def oracle(case, facts, any_files):
         elif f["who"] < np_:
             tgt[f["who"]][0] |= f["C"]
             tgt[f["who"]][1] |= f["P"]
-        if f["kind"] == "rank" and f["who"] < np_ and f["info"]["ok"] and f["info"]["cur"] is not None:
-            # a container whose first checkpoint may not have completed everywhere
-            if f["info"]["cur"] <= 1:
-                fresh_ok[f["who"]][1] = True
     ids = set()
     for f in facts.files.values():
         ids |= f["P"]
@@ -319,12 +317,14 @@ def oracle(case, facts, any_files):
     res = []
     for k in (0, 1):
         good = [x for x in ids if x > 0 and all_ranks(x, k)]
-        if good:
-            res.append(max(good))
-        elif k == 1 and all(fresh_ok[r][1] for r in range(np_)):
-            res.append(0)
-        else:
-            res.append(None)
+        res.append(max(good) if good else None)
+    # No checkpoint ever committed anywhere: a fresh start is the answer.  The
+    # first checkpoint committed only somewhere (a kill inside it) may or may
+    # not have been the job's: a fresh start or a refusal.
+    if facts.max_committed is None:
+        return 0, 0
+    if res[1] is None and facts.max_committed <= 1:
+        res[1] = 0
     return res[0], res[1]
 
 
@@ -356,6 +356,8 @@ def gather_facts(ctx, case, d, old=None):
             # unchanged since we damaged it: what we know of the damage holds
             facts.files[p] = old.files[p]
         facts.files[p]["sig"] = file_sig(p)
+    if old and old.max_committed is not None:
+        facts.max_committed = max(facts.max_committed or 0, old.max_committed)
     return facts
 
 
