@@ -48,8 +48,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import crpmtest as ct  # noqa: E402
 
 JOB = "camp"
-OUTCOMES = ("passed", "wrong result", "older than recoverable", "wrong refusal", "beyond oracle", "hang", "crash",
-            "xfail")
+OUTCOMES = ("passed", "wrong result", "older than recoverable", "wrong refusal", "not rebuilt", "beyond oracle", "hang",
+            "crash", "xfail")
 
 # ---- generator -------------------------------------------------------------------
 
@@ -149,10 +149,10 @@ def write_ini(case, d):
     return path
 
 
-def launch(ctx, case, d, env=None, kill_after=None, extra=()):
+def launch(ctx, case, d, env=None, kill_after=None, extra=(), sched=None):
     """One launch; returns (rc or None when killed by the timer or hung, text, how) with
     how in ("exit", "killed", "hung")."""
-    cmd = ct.mpiexec(case["cfg"]["np"]) + [ctx.app, "--crpm", os.path.join(d, "cfg.ini"), "--sched", case["sched"]]
+    cmd = ct.mpiexec(case["cfg"]["np"]) + [ctx.app, "--crpm", os.path.join(d, "cfg.ini"), "--sched", sched or case["sched"]]
     cmd += list(extra)
     e = ct.job_env(env or {}, shm_dir=ctx.shm)
     job = ct.Job(cmd, env=e, out_path=os.path.join(d, "launch-%d.out" % len(os.listdir(d))))
@@ -247,6 +247,16 @@ class Facts:
         if info["cur"] is not None and info["ok"] and kind != "parity":
             self.max_committed = max(self.max_committed or 0, info["cur"])
         self.files[path] = {"kind": kind, "who": who, "node": node, "C": C, "P": P, "info": info}
+
+    def summary(self, base):
+        """One line per file: what it holds and what it surely (C) and possibly (P) gives."""
+        out = []
+        for p, f in sorted(self.files.items()):
+            i = f["info"]
+            out.append("\n          %s: %s%s C %s P %s" % (
+                os.path.relpath(p, base), "id %s" % i["cur"] if i["ok"] else "INVALID",
+                " +prev" if i["prev_ok"] else "", sorted(f["C"]), sorted(f["P"])))
+        return "".join(out)
 
     def damage(self, path, cls, prev_too):
         f = self.files[path]
@@ -349,8 +359,14 @@ def l3_prev_map(sched):
 def gather_facts(ctx, case, d, old=None):
     facts = Facts()
     l3prev = l3_prev_map(case["sched"])
+    infos = {p: inspect(ctx, p) for p in job_files(d)}
+    # parity records the job epoch; the other files say which id each epoch had
+    ids_of = {i["epoch"]: i["cur"] for p, i in infos.items() if i["epoch"] and i["cur"] is not None
+              and "parity-" not in p}
     for p, (kind, who, node) in sorted(job_files(d).items()):
-        info = inspect(ctx, p)
+        info = infos[p]
+        if kind == "parity" and info["cur"] is not None:
+            info["cur"] = ids_of.get(info["cur"], info["cur"])
         facts.add(p, kind, who, node, info, l3prev)
         if old and p in old.files and old.files[p].get("sig") == file_sig(p):
             # unchanged since we damaged it: what we know of the damage holds
@@ -497,9 +513,18 @@ def check_case(ctx, case, d, states, final, log):
     facts = gather_facts(ctx, case, d)
     apply_faults(ctx, case, d, facts, log)
     lo, hi = oracle(case, facts, bool(job_files(d)))
+    log.append("facts after the damage: " + facts.summary(d))
     log.append("oracle: lo %s hi %s" % (lo, hi))
     runs = 2
     before = snapshot_files(d)
+    # a restart expected from a level-2/3 checkpoint first runs no further
+    # than it (to check the redundancy it leaves); redo: the whole run at once
+    redo = not (lo is not None and lo == hi and lo > 0 and case["sched"][lo - 1] in "23" and not case["restart_kill"]
+                and (case["lost"] or case["hits"]))
+    short_sched = None if redo else case["sched"][:lo]
+    final_all = final
+    if short_sched:
+        final = states[lo]
     if case["restart_kill"]:
         rc, text, how = launch(ctx, case, d, kill_after=case["restart_kill"])
         log.append("run 2 (to be killed at %.2f s): %s rc %s" % (case["restart_kill"], how, rc))
@@ -516,8 +541,36 @@ def check_case(ctx, case, d, states, final, log):
             rc, text, how = launch(ctx, case, d)
             log.append("run 3: %s rc %s" % (how, rc))
     else:
+        rc, text, how = launch(ctx, case, d, sched=short_sched)
+        log.append("run 2%s: %s rc %s" % (" (restart only)" if short_sched else "", how, rc))
+    got, detail = judge(case, d, rc, text, how, lo, hi, before, states, final)
+    if got is None:
+        return "passed", detail
+    # Full redundancy after the restart: a restart from a level-2 (level-3)
+    # checkpoint leaves every partner copy (parity container) holding it, so
+    # that the next node loss costs nothing.  Checked after a launch that
+    # restarts and ends at once, then the job is run to the end.
+    lv = int(case["sched"][got - 1]) if got > 0 else 1
+    if lv in (2, 3) and not redo:
+        facts3 = gather_facts(ctx, case, d)
+        kind = "partner" if lv == 2 else "parity"
+        short = [r for r in range(c["np"]) if not any(f["kind"] == kind and f["who"] == r and got in f["C"]
+                                                      for f in facts3.files.values())]
+        if short:
+            raise Verdict("not rebuilt", "after the restart from %d (a level-%d checkpoint) the %s of rank(s) %s "
+                          "do(es) not hold it" % (got, lv, "partner copies" if lv == 2 else "parity", short))
+        lo, hi = oracle(case, facts3, True)
+        before = snapshot_files(d)
         rc, text, how = launch(ctx, case, d)
-        log.append("run 2: %s rc %s" % (how, rc))
+        log.append("run to the end: %s rc %s" % (how, rc))
+        got2, detail2 = judge(case, d, rc, text, how, lo, hi, before, states, final_all)
+        detail += "; then " + detail2
+    return "passed", detail
+
+
+def judge(case, d, rc, text, how, lo, hi, before, states, final):
+    """The verdict on a checked launch: (None, why) for a right refusal, (id, why) for a
+    right restart from id; raises Verdict otherwise."""
     if how == "hung":
         raise Verdict("hang", "the restart hung\n%s" % ct.tail(text))
     st, rs, res, fails = parse_run(text)
@@ -533,7 +586,7 @@ def check_case(ctx, case, d, states, final, log):
             gone = [p for ino, (p, sz, mt) in before.items() if ino not in after or after[ino][1:] != (sz, mt)]
             if gone:
                 raise Verdict("wrong refusal", "the refusal changed or removed %s" % ", ".join(gone))
-        return "passed", "refused: %s" % fails[0][1]
+        return None, "refused: %s" % fails[0][1]
     got = rs[0] if rs else 0
     if st is None or res is None:
         raise Verdict("crash", "the restart printed no status or result\n%s" % ct.tail(text))
@@ -550,7 +603,8 @@ def check_case(ctx, case, d, states, final, log):
                       (got, st, lo))
     if got > hi:
         raise Verdict("beyond oracle", "restarted from %d (status %s), the oracle allows at most %d" % (got, st, hi))
-    return "passed", "restarted from %d (status %s; oracle %s..%s)" % (got, st, lo, hi)
+    return got, "restarted from %d (status %s; oracle %s..%s)" % (got, st, lo, hi)
+
 
 
 # ---- the campaign ----------------------------------------------------------------
@@ -561,9 +615,11 @@ class Ctx:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--app", required=True)
-    ap.add_argument("--inspect", required=True)
-    ap.add_argument("--damage", required=True)
+    build = os.environ.get("CRPM_BUILD_DIR") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                                              "build")
+    ap.add_argument("--app", default=os.path.join(build, "tests", "campaign", "campaign_app"))
+    ap.add_argument("--inspect", default=os.path.join(build, "apps", "tools", "crpm-inspect"))
+    ap.add_argument("--damage", default=os.path.join(build, "tests", "campaign", "campaign_damage"))
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--cases", type=int, default=300)
     ap.add_argument("--seed", default="38")
@@ -615,13 +671,14 @@ def main():
         elif a.verbose or outcome == "xfail":
             print(line + ("\n    " + detail.replace("\n", "\n    ") if a.verbose or outcome == "xfail" else ""),
                   flush=True)
-    print("\n%-34s %6s %6s %6s %6s %6s %6s %5s %5s %5s %5s" % (
-        "fault class", "cases", "passed", "wrong", "older", "refuse", "beyond", "hang", "crash", "xfail", "skip"))
+    print("\n%-34s %6s %6s %6s %6s %6s %7s %6s %5s %5s %5s %5s" % (
+        "fault class", "cases", "passed", "wrong", "older", "refuse", "rebuilt", "beyond", "hang", "crash", "xfail",
+        "skip"))
     for t in sorted(table, key=lambda x: (x != "all", x)):
         r = table[t]
-        print("%-34s %6d %6d %6d %6d %6d %6d %5d %5d %5d %5d" % (
+        print("%-34s %6d %6d %6d %6d %6d %7d %6d %5d %5d %5d %5d" % (
             t, r["cases"], r["passed"], r["wrong result"], r["older than recoverable"], r["wrong refusal"],
-            r["beyond oracle"], r["hang"], r["crash"], r["xfail"], r["skipped"]))
+            r["not rebuilt"], r["beyond oracle"], r["hang"], r["crash"], r["xfail"], r["skipped"]))
     print("\n%d cases in %.0f s; %d failed%s" % (len(cases), time.time() - t0, len(failures),
                                                 ": " + " ".join(failures) if failures else ""))
     if failures:
