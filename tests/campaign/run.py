@@ -532,7 +532,7 @@ def check_case(ctx, case, d, states, final, log):
     # a restart expected from a level-2/3 checkpoint first runs no further
     # than it (to check the redundancy it leaves); redo: the whole run at once
     redo = not (lo is not None and lo == hi and lo > 0 and case["sched"][lo - 1] in "23" and not case["restart_kill"]
-                and (case["lost"] or case["hits"]))
+                and (case["lost"] or case["hits"] or case["kill"]))
     short_sched = None if redo else case["sched"][:lo]
     final_all = final
     if short_sched:
