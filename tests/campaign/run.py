@@ -156,14 +156,20 @@ def launch(ctx, case, d, env=None, kill_after=None, extra=(), sched=None):
     cmd = ct.mpiexec(case["cfg"]["np"]) + [ctx.app, "--crpm", os.path.join(d, "cfg.ini"), "--sched", sched or case["sched"]]
     cmd += list(extra)
     e = ct.job_env(env or {}, shm_dir=ctx.shm)
-    job = ct.Job(cmd, env=e, out_path=os.path.join(d, "launch-%d.out" % len(os.listdir(d))))
+    # the output lies beside the case's directory: a full file system there must not cut it
+    ctx.nlaunch += 1
+    job = ct.Job(cmd, env=e, out_path="%s.launch-%d.out" % (d, ctx.nlaunch))
     limit = kill_after if kill_after is not None else ctx.timeout
     rc = job.wait(limit)
     if rc is None:
         job.kill()
-        return None, job.text(), ("killed" if kill_after is not None else "hung")
-    job.finish()
-    return rc, job.text(), "exit"
+        text, how = job.text(), ("killed" if kill_after is not None else "hung")
+    else:
+        job.finish()
+        text, how = job.text(), "exit"
+    if not ctx.keep:
+        os.unlink(job.out_path)
+    return rc, text, how
 
 
 def reference(ctx, np_, n):
@@ -654,6 +660,7 @@ def main():
     ctx.shm = os.path.join(ctx.work, "ompi")
     os.makedirs(ctx.shm, exist_ok=True)
     ctx.refs = {}
+    ctx.nlaunch = 0
     allow_fill = not a.no_fill and os.geteuid() == 0
     if a.case:
         cases = [generate(x.rsplit(":", 1)[0], int(x.rsplit(":", 1)[1]), allow_fill) for x in a.case]
