@@ -409,7 +409,9 @@ def apply_faults(ctx, case, d, facts, log):
         shutil.rmtree(nd_dir, ignore_errors=True)
         log.append("wiped node%d" % nd)
     for h in case["hits"]:
-        cands = sorted(p for p, f in facts.files.items() if f["kind"] == h["kind"] and os.path.exists(p))
+        # a file hit once is not hit again (the tool cannot open every damaged file)
+        cands = sorted(p for p, f in facts.files.items() if f["kind"] == h["kind"] and os.path.exists(p)
+                       and not f.get("hit"))
         p = pick(h["pick"], cands)
         if not p:
             log.append("no %s file to hit" % h["kind"])
@@ -434,6 +436,7 @@ def apply_faults(ctx, case, d, facts, log):
             raise Verdict("crash", "damage tool failed: %s" % out)
         m = re.search(r"\[class (\w+)\]", out)
         facts.damage(p, m.group(1) if m else "meta", "previous epoch too" in out)
+        facts.files[p]["hit"] = True
         facts.files[p]["sig"] = file_sig(p)
     _ = c
 
