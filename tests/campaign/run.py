@@ -532,6 +532,7 @@ def check_case(ctx, case, d, states, final, log):
     elif how == "exit" and rc != 0 and fails:
         raise Verdict("crash", "run 1: a library error, not the kill: %s" % (fails[0],))
     facts = gather_facts(ctx, case, d)
+    kinds_before = {f["kind"] for f in facts.files.values()}  # levels in use before the faults
     apply_faults(ctx, case, d, facts, log)
     lo, hi = oracle(case, facts, bool(job_files(d)))
     log.append("facts after the damage: " + facts.summary(d))
@@ -568,13 +569,14 @@ def check_case(ctx, case, d, states, final, log):
     if got is None:
         return "passed", detail
     # Full redundancy after the restart: a restart from a level-2 (level-3)
-    # checkpoint leaves every partner copy (parity container) holding it, so
-    # that the next node loss costs nothing.  Checked after a launch that
-    # restarts and ends at once, then the job is run to the end.
+    # checkpoint, where partner copies (parity containers) were in use, leaves
+    # every rank's copy (parity) holding it, so that the next node loss costs
+    # nothing.  Checked after a launch that restarts and ends at once, then
+    # the job is run to the end.
     lv = int(case["sched"][got - 1]) if got > 0 else 1
-    if lv in (2, 3) and not redo:
+    kind = "partner" if lv == 2 else "parity"
+    if lv in (2, 3) and not redo and kind in kinds_before:
         facts3 = gather_facts(ctx, case, d)
-        kind = "partner" if lv == 2 else "parity"
         short = [r for r in range(c["np"]) if not any(f["kind"] == kind and f["who"] == r and got in f["C"]
                                                       for f in facts3.files.values())]
         if short:
