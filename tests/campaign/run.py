@@ -716,7 +716,7 @@ def main():
     if failures:
         print("reproduce one: %s --app %s --inspect %s --damage %s --case %s -v --keep" % (
             sys.argv[0], a.app, a.inspect, a.damage, failures[0]))
-    ct.clean_workdir(ctx.work, keep=bool(failures) or a.keep)
+    ct.clean_workdir(ctx.work, keep=a.keep)  # a failure is rerun alone with --case ... --keep
     return 1 if failures else 0
 
 
