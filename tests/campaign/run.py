@@ -34,7 +34,6 @@ when no id is recoverable it must refuse with a message naming the cause and
 every checkpoint file kept.  Nothing here reads the library's decision code.
 """
 import argparse
-import hashlib
 import json
 import os
 import random
@@ -153,7 +152,8 @@ def write_ini(case, d):
 def launch(ctx, case, d, env=None, kill_after=None, extra=(), sched=None):
     """One launch; returns (rc or None when killed by the timer or hung, text, how) with
     how in ("exit", "killed", "hung")."""
-    cmd = ct.mpiexec(case["cfg"]["np"]) + [ctx.app, "--crpm", os.path.join(d, "cfg.ini"), "--sched", sched or case["sched"]]
+    cmd = ct.mpiexec(case["cfg"]["np"]) + [ctx.app, "--crpm", os.path.join(d, "cfg.ini"),
+                                           "--sched", sched or case["sched"]]
     cmd += list(extra)
     e = ct.job_env(env or {}, shm_dir=ctx.shm)
     # the output lies beside the case's directory: a full file system there must not cut it
@@ -398,7 +398,7 @@ def pick(rng_val, items):
 
 
 def apply_faults(ctx, case, d, facts, log):
-    c = case["cfg"]
+    """Wipes the case's lost nodes, erases and damages its files; facts follow."""
     for nd in case["lost"]:
         facts.touched = True
         nd_dir = os.path.join(d, "node%d" % nd)
