@@ -438,7 +438,6 @@ def apply_faults(ctx, case, d, facts, log):
         facts.damage(p, m.group(1) if m else "meta", "previous epoch too" in out)
         facts.files[p]["hit"] = True
         facts.files[p]["sig"] = file_sig(p)
-    _ = c
 
 
 def snapshot_files(d):
