@@ -34,6 +34,8 @@ when no id is recoverable it must refuse with a message naming the cause and
 every checkpoint file kept.  Nothing here reads the library's decision code.
 """
 import argparse
+import concurrent.futures
+import threading
 import json
 import os
 import random
@@ -157,8 +159,10 @@ def launch(ctx, case, d, env=None, kill_after=None, extra=(), sched=None):
     cmd += list(extra)
     e = ct.job_env(env or {}, shm_dir=ctx.shm)
     # the output lies beside the case's directory: a full file system there must not cut it
-    ctx.nlaunch += 1
-    job = ct.Job(cmd, env=e, out_path="%s.launch-%d.out" % (d, ctx.nlaunch))
+    with ctx.lock:
+        ctx.nlaunch += 1
+        out = "%s.launch-%d.out" % (d, ctx.nlaunch)
+    job = ct.Job(cmd, env=e, out_path=out)
     limit = kill_after if kill_after is not None else ctx.timeout
     rc = job.wait(limit)
     if rc is None:
@@ -177,21 +181,26 @@ def reference(ctx, np_, n):
     state after the last iteration: the program's state depends on the
     iteration alone).  One run of MAX_ITERS iterations per rank count serves
     every schedule."""
-    if np_ not in ctx.refs:
-        d = ct.make_workdir(os.path.join(ctx.work, "ref-%d" % np_))
-        case = {"cfg": {"np": np_, "node_size": 1, "async": 0, "keep_l4": 1, "glbl": False},
-                "sched": "1" * MAX_ITERS}
-        write_ini(case, d)
-        rc, text, _ = launch(ctx, case, d)
-        states = {int(m.group(1)): m.group(2) for m in re.finditer(r"campaign: ckpt (\d+) level \d state (\w+)", text)}
-        res = re.search(r"^result (\w+)", text, re.M)
-        ct.check(rc == 0 and res and len(states) == MAX_ITERS and states[MAX_ITERS] == res.group(1),
-                 "reference run failed:\n" + ct.tail(text))
-        ctx.refs[np_] = states
-        ct.clean_workdir(d)
+    with ctx.ref_lock:
+        if np_ not in ctx.refs:
+            ctx.refs[np_] = make_reference(ctx, np_)
     states = dict((i, v) for i, v in ctx.refs[np_].items() if i <= n)
     states[0] = None  # a fresh start has no recovered state line
     return states, states[n]
+
+
+def make_reference(ctx, np_):
+    """The states a failure-free run of np_ ranks prints after each iteration."""
+    d = ct.make_workdir(os.path.join(ctx.work, "ref-%d" % np_))
+    case = {"cfg": {"np": np_, "node_size": 1, "async": 0, "keep_l4": 1, "glbl": False}, "sched": "1" * MAX_ITERS}
+    write_ini(case, d)
+    rc, text, _ = launch(ctx, case, d)
+    states = {int(m.group(1)): m.group(2) for m in re.finditer(r"campaign: ckpt (\d+) level \d state (\w+)", text)}
+    res = re.search(r"^result (\w+)", text, re.M)
+    ct.check(rc == 0 and res and len(states) == MAX_ITERS and states[MAX_ITERS] == res.group(1),
+             "reference run failed:\n" + ct.tail(text))
+    ct.clean_workdir(d)
+    return states
 
 
 # ---- facts from the files ----------------------------------------------------------
@@ -653,6 +662,7 @@ def main():
     ap.add_argument("--xfail", default="", help="comma-separated tags whose failures are expected (reported as xfail)")
     ap.add_argument("--max-seconds", type=float, default=None,
                     help="start no case after this many seconds (the table covers the cases run)")
+    ap.add_argument("--jobs", type=int, default=1, help="cases run at a time (each launches its own MPI jobs)")
     ap.add_argument("--keep", action="store_true", help="keep every case's directory")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
@@ -665,6 +675,7 @@ def main():
     os.makedirs(ctx.shm, exist_ok=True)
     ctx.refs = {}
     ctx.nlaunch = 0
+    ctx.lock, ctx.ref_lock = threading.Lock(), threading.Lock()
     allow_fill = not a.no_fill and os.geteuid() == 0
     if a.case:
         cases = [generate(x.rsplit(":", 1)[0], int(x.rsplit(":", 1)[1]), allow_fill) for x in a.case]
@@ -676,16 +687,38 @@ def main():
     failures = []
     t0 = time.time()
     ran = 0
-    for case in cases:
-        if a.max_seconds is not None and time.time() - t0 > a.max_seconds:
-            print("stopped after %.0f s (--max-seconds): %d of %d cases run" % (time.time() - t0, ran, len(cases)))
-            break
-        ran += 1
+
+    def one(case):
         t1 = time.time()
         try:
             outcome, detail = run_case(ctx, case)
         except ct.Failure as e:
             outcome, detail = "crash", str(e)
+        return case, outcome, detail, time.time() - t1
+
+    def results():
+        """(case, outcome, detail, seconds) in order; --jobs N runs N cases at a time."""
+        if a.jobs <= 1:
+            for case in cases:
+                if a.max_seconds is not None and time.time() - t0 > a.max_seconds:
+                    return
+                yield one(case)
+            return
+        with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
+            pending = list(cases)
+            running = set()
+            while pending or running:
+                while pending and len(running) < a.jobs and (a.max_seconds is None or
+                                                              time.time() - t0 <= a.max_seconds):
+                    running.add(pool.submit(one, pending.pop(0)))
+                if not running:
+                    return
+                done, running = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+                for f in done:
+                    yield f.result()
+
+    for case, outcome, detail, secs in results():
+        ran += 1
         if outcome not in ("passed", "skipped") and xfail & set(case["tags"]):
             outcome, detail = "xfail", detail
         rows = ["all"] + case["tags"] + ["levels " + "".join(sorted(set(case["sched"])))]
@@ -694,7 +727,7 @@ def main():
             table[t]["cases"] += 1
             table[t][outcome] += 1
         line = "case %s: %s (%.1f s) sched %s cfg %s kill %s lost %s hits %s restart_kill %s" % (
-            case["id"], outcome, time.time() - t1, case["sched"], json.dumps(case["cfg"], sort_keys=True),
+            case["id"], outcome, secs, case["sched"], json.dumps(case["cfg"], sort_keys=True),
             case["kill"], case["lost"], [(h["how"], h["kind"]) for h in case["hits"]], case["restart_kill"])
         if outcome not in ("passed", "skipped", "xfail"):
             failures.append(case["id"])
@@ -702,6 +735,8 @@ def main():
         elif a.verbose or outcome == "xfail":
             print(line + ("\n    " + detail.replace("\n", "\n    ") if a.verbose or outcome == "xfail" else ""),
                   flush=True)
+    if ran < len(cases):
+        print("stopped after %.0f s (--max-seconds): %d of %d cases run" % (time.time() - t0, ran, len(cases)))
     print("\n%-34s %6s %6s %6s %6s %6s %7s %6s %5s %5s %5s %5s" % (
         "fault class", "cases", "passed", "wrong", "older", "refuse", "rebuilt", "beyond", "hang", "crash", "xfail",
         "skip"))
