@@ -2,11 +2,14 @@
  * computation that checkpoints at the levels of a schedule and reports what
  * the campaign's oracle checks.
  *
- *   campaign_app --crpm cfg.ini --sched LEVELS [--n N] [--fill-at K --fill-file PATH]
+ *   campaign_app --crpm cfg.ini --sched LEVELS [--n N] [--snapshot] [--fill-at K --fill-file PATH]
  *
  * LEVELS holds one character per iteration i = 1, 2, ...: '1'..'4' makes
  * iteration i end with crpm_checkpoint(i, level), '0' takes none; the run
- * has strlen(LEVELS) iterations.  The state after
+ * has strlen(LEVELS) iterations.  --snapshot: every iteration ends with
+ * crpm_snapshot instead (the configuration's ckpt_interval = 1 and
+ * ckpt_interval_l2/_l3/_l4 choose the levels; LEVELS gives only the count),
+ * and a restart recovers through it.  The state after
  * iteration i is a function of i alone: each rank owns N 64-bit words (by
  * default enough for several 64-KiB units, so that level 3 spreads every
  * rank over all codewords) and iteration i rewrites 16 of them spread over
@@ -21,6 +24,7 @@
  *                                          recovered and the digest of every
  *                                          rank's state there
  *   "campaign: ckpt I level L state H"     after each checkpoint returned
+ *                                          (level 0: taken by crpm_snapshot)
  *   "result H"                             the digest at the end
  * A failing call prints on every rank that sees it
  *   "campaign rank R: <call> failed: <code name> (<code>): <last error>"
@@ -114,6 +118,7 @@ int main(int argc, char **argv)
     const char *cfg = NULL, *sched = NULL, *fill_file = NULL;
     int64_t n = 5 * 8192 + 77; /* 5 units of 64 KiB and a bit */
     long fill_at = -1;
+    int snapshot = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--crpm") && i + 1 < argc)
             cfg = argv[++i];
@@ -121,6 +126,8 @@ int main(int argc, char **argv)
             sched = argv[++i];
         else if (!strcmp(argv[i], "--n") && i + 1 < argc)
             n = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--snapshot"))
+            snapshot = 1;
         else if (!strcmp(argv[i], "--fill-at") && i + 1 < argc)
             fill_at = atol(argv[++i]);
         else if (!strcmp(argv[i], "--fill-file") && i + 1 < argc)
@@ -134,7 +141,7 @@ int main(int argc, char **argv)
     }
     if (!cfg || !sched || n < 1 || strspn(sched, "01234") != strlen(sched)) {
         if (rank == 0)
-            fprintf(stderr, "usage: campaign_app --crpm cfg.ini --sched LEVELS [--n N] [--fill-at K --fill-file PATH]\n");
+            fprintf(stderr, "usage: campaign_app --crpm cfg.ini --sched LEVELS [--n N] [--snapshot] [--fill-at K --fill-file PATH]\n");
         MPI_Finalize();
         return 2;
     }
@@ -158,9 +165,12 @@ int main(int argc, char **argv)
     }
     if (st < 0)
         fail(st, "crpm_status");
+    if (st > 0 && snapshot) {
+        if ((rc = crpm_snapshot()) != CRPM_SNAP_RECOVERED)
+            fail(rc < 0 ? rc : CRPM_ERR_STATE, "crpm_snapshot (recovery)");
+    } else if (st > 0 && (rc = crpm_recover()) != CRPM_SUCCESS)
+        fail(rc, "crpm_recover");
     if (st > 0) {
-        if ((rc = crpm_recover()) != CRPM_SUCCESS)
-            fail(rc, "crpm_recover");
         uint64_t d = digest(w, n, iter);
         if (rank == 0) {
             printf("campaign: restarted from %lld state %016" PRIx64 "\n", iter, d);
@@ -170,16 +180,20 @@ int main(int argc, char **argv)
     while (iter < iters) {
         iter++;
         step(w, n, iter);
-        int level = sched[iter - 1] - '0';
-        if (level > 0) {
-            if (iter == fill_at && fill_file) {
-                MPI_Barrier(MPI_COMM_WORLD);
-                if (rank == 0)
-                    fill(fill_file);
-                MPI_Barrier(MPI_COMM_WORLD);
-            }
-            if ((rc = crpm_checkpoint((int)iter, level)) != CRPM_SUCCESS)
-                fail(rc, "crpm_checkpoint");
+        int level = snapshot ? 0 : sched[iter - 1] - '0';
+        if (iter == fill_at && fill_file) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (rank == 0)
+                fill(fill_file);
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+        if (snapshot) {
+            /* its checkpoint ids follow the last one: the iteration */
+            if ((rc = crpm_snapshot()) < 0)
+                fail(rc, "crpm_snapshot");
+        } else if (level > 0 && (rc = crpm_checkpoint((int)iter, level)) != CRPM_SUCCESS)
+            fail(rc, "crpm_checkpoint");
+        if (level > 0 || (snapshot && rc == CRPM_SNAP_CHECKPOINTED)) {
             uint64_t d = digest(w, n, iter);
             if (rank == 0) {
                 printf("campaign: ckpt %lld level %d state %016" PRIx64 "\n", iter, level, d);
