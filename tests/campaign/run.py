@@ -70,14 +70,16 @@ def l3_choices(nodes):
     return out
 
 
-def generate(seed, idx, allow_fill):
-    """Case idx of campaign `seed`: a dict that says everything a run needs."""
+def generate(seed, idx, allow_fill, l4=True):
+    """Case idx of campaign `seed`: a dict that says everything a run needs
+    (l4 False: a build without parallel HDF5, no glbl_dir)."""
     rng = random.Random("%s:%d" % (seed, idx))
     tops = [t for t in TOPOLOGIES for _ in range(t[2])]
     np_, nsize, _ = rng.choice(tops)
     nodes = (np_ + nsize - 1) // nsize
     cfg = {"np": np_, "node_size": nsize, "nodes": nodes, "async": int(rng.random() < 0.3),
            "glbl": rng.random() < 0.8, "keep_l4": rng.choice((1, 1, 2))}
+    cfg["glbl"] = cfg["glbl"] and l4
     l3 = l3_choices(nodes)
     if l3 and rng.random() < 0.8:
         cfg["group_size"], cfg["l3_parity"] = rng.choice(l3)
@@ -673,6 +675,7 @@ def main():
     ap.add_argument("--case", action="append", default=[], help="S:I, run only that case (repeatable)")
     ap.add_argument("--timeout", type=float, default=40.0, help="seconds a launch may run before it counts as hung")
     ap.add_argument("--no-fill", action="store_true", help="leave out the full-file-system class")
+    ap.add_argument("--no-l4", action="store_true", help="no level 4 (a build without parallel HDF5)")
     ap.add_argument("--xfail", default="", help="comma-separated tags whose failures are expected (reported as xfail)")
     ap.add_argument("--max-seconds", type=float, default=None,
                     help="start no case after this many seconds (the table covers the cases run)")
@@ -692,10 +695,10 @@ def main():
     ctx.lock, ctx.ref_lock = threading.Lock(), threading.Lock()
     allow_fill = not a.no_fill and os.geteuid() == 0
     if a.case:
-        cases = [generate(x.rsplit(":", 1)[0], int(x.rsplit(":", 1)[1]), allow_fill) for x in a.case]
+        cases = [generate(x.rsplit(":", 1)[0], int(x.rsplit(":", 1)[1]), allow_fill, not a.no_l4) for x in a.case]
     else:
         i, n = (int(x) for x in a.shard.split("/"))
-        cases = [generate(a.seed, k, allow_fill) for k in range(a.cases) if k % n == i]
+        cases = [generate(a.seed, k, allow_fill, not a.no_l4) for k in range(a.cases) if k % n == i]
     xfail = set(t for t in a.xfail.split(",") if t)
     table = {}
     failures = []
