@@ -573,8 +573,9 @@ def check_case(ctx, case, d, states, final, log):
     # than it (to check the redundancy it leaves); redo: the whole run at once
     # (crpm_snapshot counts its levels anew after a restart: the schedule's level of an id is known
     # only for the first run)
-    redo = "snapshot" in c or not (lo is not None and lo == hi and lo > 0 and case["sched"][lo - 1] in "23" and not case["restart_kill"]
-                and (case["lost"] or case["hits"] or case["kill"]))
+    redo = "snapshot" in c or not (lo is not None and lo == hi and lo > 0 and not case["restart_kill"]
+                                   and kinds_before & {"partner", "parity"}
+                                   and (case["lost"] or case["hits"] or case["kill"]))
     short_sched = None if redo else case["sched"][:lo]
     final_all = final
     if short_sched:
@@ -600,20 +601,20 @@ def check_case(ctx, case, d, states, final, log):
     got, detail = judge(case, d, rc, text, how, lo, hi, before, states, final)
     if got is None:
         return "passed", detail
-    # Full redundancy after the restart: a restart from a level-2 (level-3)
-    # checkpoint, where partner copies (parity containers) were in use, leaves
-    # every rank's copy (parity) holding it, so that the next node loss costs
+    # Full redundancy after the restart (issue 38): where partner copies
+    # (parity containers) were in use before the faults, every rank's copy
+    # (its parity) holds the checkpoint the job restarted from, erased ones
+    # rebuilt and older ones resynced, so that the next node loss costs
     # nothing.  Checked after a launch that restarts and ends at once, then
     # the job is run to the end.
-    lv = int(case["sched"][got - 1]) if got > 0 else 1
-    kind = "partner" if lv == 2 else "parity"
-    if lv in (2, 3) and not redo and kind in kinds_before:
+    if not redo:
         facts3 = gather_facts(ctx, case, d)
-        short = [r for r in range(c["np"]) if not any(f["kind"] == kind and f["who"] == r and got in f["C"]
-                                                      for f in facts3.files.values())]
-        if short:
-            raise Verdict("not rebuilt", "after the restart from %d (a level-%d checkpoint) the %s of rank(s) %s "
-                          "do(es) not hold it" % (got, lv, "partner copies" if lv == 2 else "parity", short))
+        for kind in sorted(kinds_before & {"partner", "parity"}):
+            short = [r for r in range(c["np"]) if not any(f["kind"] == kind and f["who"] == r and got in f["C"]
+                                                          for f in facts3.files.values())]
+            if short:
+                raise Verdict("not rebuilt", "after the restart from %d the %s of rank(s) %s do(es) not hold it" %
+                              (got, "partner copies" if kind == "partner" else "parity", short))
         lo, hi = oracle(case, facts3, True)
         before = snapshot_files(d)
         rc, text, how = launch(ctx, case, d)
