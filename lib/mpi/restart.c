@@ -326,6 +326,15 @@ static int apply_other(crpm_ctx *ctx, gathered *g, const crpm_verdict *v)
             if (ctx->rank == 0 && ctx->cfg.verbosity >= 2)
                 printf("[crpm] restart: level-%d checkpoint %lld from %s\n", g->found_by->level,
                        (long long)g->found.id, g->found.where);
+            int others = 0; /* node-level levels the old containers had: they start anew too */
+            for (int i = 0; i < g->f.nsrc; i++)
+                others |= ((crpm_follower *)g->f.src[i].arg)->plan.in_use;
+            if (others && ctx->rank == 0 && ctx->cfg.verbosity >= 1) {
+                fprintf(stderr, "[crpm] restart: the containers, partner copies and parity start anew with this "
+                        "run; until the next checkpoint at their level, checkpoint %lld is held by its level-%d "
+                        "file alone\n", (long long)g->found.id, g->found_by->level);
+                fflush(stderr);
+            }
         }
     }
     if (rc == 0 && fresh)
