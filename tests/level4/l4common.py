@@ -122,5 +122,8 @@ def main(body):
         print("FAIL: %s" % e)
         print("work directory kept: %s" % work)
         sys.exit(1)
+    except crpmtest.Skipped:
+        crpmtest.clean_workdir(work, keep=a.keep)
+        raise
     print("PASS")
     crpmtest.clean_workdir(work, keep=a.keep)
