@@ -11,6 +11,8 @@
  *     previous snapshot call spent after its checkpoint, where the library's
  *     clock already runs), nor later than it plus the longest iteration,
  *     with 15 % of the interval for the scheduling noise of a busy machine;
+ *     each phase runs its time and then on until it took 4 checkpoints (a
+ *     loaded machine makes them slower, so the intervals longer);
  *   - after the array grows 16-fold (checkpoints cost more) the interval
  *     grows with the cost (when the cost did grow 4-fold).
  * Usage: test_auto_mpi WORKDIR */
@@ -83,13 +85,18 @@ static double phase(const char *name, double *a, size_t n, double seconds, crpm_
              * previous call to this one) counts like the earlier ones */
             double want = model->interval_s, got = max_all(t_call - *since),
                    imax = max_all(fmax(iter_max, t_call - t0));
+            /* the library read its clock somewhere between t_call and the
+             * checkpoint's start: a process descheduled in between still
+             * decided correctly, so "too early" is judged at the latest
+             * moment it can have decided */
+            double got_hi = max_all(t_ret - last.seconds - *since);
             /* Scheduling on a loaded machine delays any process by tens of
              * milliseconds: 15 % of the interval on top of what is measured. */
             double early = max_all(*post) + 0.005 + 0.15 * want, late = imax + 0.005 + 0.15 * want;
-            if (count > 0 && (got < want - early || got > want + late)) {
+            if (count > 0 && (got_hi < want - early || got > want + late)) {
                 if (rank == 0)
-                    fprintf(stderr, "FAIL %s: checkpoint after %.4f s of computation, expected interval %.4f s "
-                            "(allowed -%.4f/+%.4f s)\n", name, got, want, early, late);
+                    fprintf(stderr, "FAIL %s: checkpoint after %.4f s (at most %.4f s) of computation, expected "
+                            "interval %.4f s (allowed -%.4f/+%.4f s)\n", name, got, got_hi, want, early, late);
                 failures++;
             }
             if (count > 0) { /* the first one follows a re-protect: not timed */
@@ -106,7 +113,9 @@ static double phase(const char *name, double *a, size_t n, double seconds, crpm_
             iter_max = fmax(iter_max, now() - t0); /* everything between two calls */
         }
         it++;
-        stop = max_all(now() >= t_end) > 0;
+        /* at least 4 checkpoints (3 timed) however slow the machine makes
+         * them, within a bound */
+        stop = max_all(now() >= t_end + 40 || (now() >= t_end && count >= 4)) > 0;
     }
     double mean = nsum ? sum / nsum : 0;
     if (rank == 0)
