@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +45,15 @@ static void die(int rc, const char *what)
 {
     fprintf(stderr, "rank %d: %s: %s: %s\n", rank, what, crpm_strerror(rc), crpm_last_error());
     MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
 }
 
 static double max_all(double v)
@@ -148,6 +158,8 @@ int main(int argc, char **argv)
     char cfg[4096];
     snprintf(cfg, sizeof cfg, "%s/auto.ini", argv[1]);
     if (rank == 0) {
+        /* a killed run's checkpoints would be recovered: start clean */
+        nftw(argv[1], rm_entry, 16, FTW_DEPTH | FTW_PHYS);
         mkdir(argv[1], 0755);
         FILE *f = fopen(cfg, "w");
         if (!f)
