@@ -142,7 +142,9 @@ def readonly(a, work):
             probe = subprocess.run([inspect, container], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    universal_newlines=True, timeout=60, env=env,
                                    preexec_fn=lambda: (os.setgroups([]), os.setgid(uid), os.setuid(uid)))
-        except (OSError, subprocess.SubprocessError) as e:
+        except subprocess.TimeoutExpired:
+            raise Failure("crpm-inspect as uid %d did not finish within 60 s" % uid)
+        except (OSError, subprocess.SubprocessError) as e:  # setuid refused, or exec as that user
             crpmtest.skip("cannot run a program as uid %d here (%s)" % (uid, e))
         print("inspect as uid %d: exit %d" % (uid, probe.returncode))
     outdir = os.path.join(work, "out")
