@@ -14,6 +14,42 @@ string(REPLACE ";" " " CRPM_MPIEXEC_FLAGS_STR "${CRPM_MPIEXEC_FLAGS}")
 set(CRPM_OMPI_SHM_DIR ${CMAKE_BINARY_DIR}/ompi-shm)
 file(MAKE_DIRECTORY ${CRPM_OMPI_SHM_DIR})
 
+# Where the tests write checkpoints and work files: /dev/shm (tmpfs, the
+# suite's stand-in for persistent memory) when it exists, is writable and has
+# CRPM_TEST_SHM_MIN_MB free (the suite's peak, two tests at a time, with
+# room to spare); otherwise <build>/test-shm on the build tree's disk (slower,
+# same results).  A container's /dev/shm is often 64 MB.  -DCRPM_TEST_SHM=DIR
+# chooses.  Every test's files get names unique to the build tree or process.
+set(CRPM_TEST_SHM "" CACHE PATH "Directory for the tests' checkpoints (empty: /dev/shm when it has room)")
+set(CRPM_TEST_SHM_MIN_MB 2048 CACHE STRING "Free space /dev/shm needs to be used by the tests")
+if(CRPM_TEST_SHM)
+  set(CRPM_TEST_SHM_DIR ${CRPM_TEST_SHM})
+else()
+  set(CRPM_TEST_SHM_DIR ${CMAKE_BINARY_DIR}/test-shm)
+  set(_shm_why "/dev/shm is missing")
+  if(IS_DIRECTORY /dev/shm)
+    set(_shm_why "/dev/shm is not writable")
+    execute_process(COMMAND test -w /dev/shm RESULT_VARIABLE _shm_w)
+    if(_shm_w EQUAL 0)
+      execute_process(COMMAND df -Pk /dev/shm OUTPUT_VARIABLE _shm_df RESULT_VARIABLE _shm_rc ERROR_QUIET)
+      if(_shm_rc EQUAL 0 AND _shm_df MATCHES "\n[^\n]*[ \t]+[0-9]+[ \t]+[0-9]+[ \t]+([0-9]+)[ \t]+[0-9]+%")
+        math(EXPR _shm_free_mb "${CMAKE_MATCH_1} / 1024")
+        if(_shm_free_mb LESS CRPM_TEST_SHM_MIN_MB)
+          set(_shm_why "/dev/shm has ${_shm_free_mb} MB free, less than CRPM_TEST_SHM_MIN_MB = ${CRPM_TEST_SHM_MIN_MB}")
+        else()
+          set(CRPM_TEST_SHM_DIR /dev/shm)
+        endif()
+      else()
+        set(CRPM_TEST_SHM_DIR /dev/shm) # df unreadable: assume room
+      endif()
+    endif()
+  endif()
+  if(NOT CRPM_TEST_SHM_DIR STREQUAL "/dev/shm")
+    message(STATUS "tests: checkpoints go to ${CRPM_TEST_SHM_DIR} (${_shm_why})")
+  endif()
+endif()
+file(MAKE_DIRECTORY ${CRPM_TEST_SHM_DIR})
+
 find_program(CRPM_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(NOT CRPM_PYTHON3)
   find_program(CRPM_PYTHON3 NAMES python3 REQUIRED)
@@ -38,7 +74,7 @@ function(crpm_add_mpi_test)
   add_test(NAME ${T_NAME}
            COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${T_NP} ${CRPM_MPIEXEC_FLAGS} ${T_COMMAND})
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "mpi;${T_LABELS}"
-    ENVIRONMENT "OMPI_MCA_btl_vader_backing_directory=${CRPM_OMPI_SHM_DIR};${CRPM_TEST_HOOKS_ENV}")
+    ENVIRONMENT "OMPI_MCA_btl_vader_backing_directory=${CRPM_OMPI_SHM_DIR};${CRPM_TEST_HOOKS_ENV};CRPM_TEST_SHM=${CRPM_TEST_SHM_DIR}")
 endfunction()
 
 # crpm_add_script_test(NAME name TIMEOUT s COMMAND args...): a driver script
@@ -50,5 +86,5 @@ function(crpm_add_script_test)
   endif()
   add_test(NAME ${T_NAME} COMMAND ${T_COMMAND})
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}" SKIP_RETURN_CODE 77
-    ENVIRONMENT "CRPM_MPIEXEC=${MPIEXEC_EXECUTABLE};CRPM_MPIEXEC_FLAGS=${CRPM_MPIEXEC_FLAGS_STR};CRPM_PYTHON3=${CRPM_PYTHON3};OMPI_MCA_btl_vader_backing_directory=${CRPM_OMPI_SHM_DIR};${CRPM_TEST_HOOKS_ENV}")
+    ENVIRONMENT "CRPM_MPIEXEC=${MPIEXEC_EXECUTABLE};CRPM_MPIEXEC_FLAGS=${CRPM_MPIEXEC_FLAGS_STR};CRPM_PYTHON3=${CRPM_PYTHON3};OMPI_MCA_btl_vader_backing_directory=${CRPM_OMPI_SHM_DIR};${CRPM_TEST_HOOKS_ENV};CRPM_TEST_SHM=${CRPM_TEST_SHM_DIR}")
 endfunction()

@@ -18,6 +18,7 @@ if [ "${CRPM_SANITIZE_SUITE:-1}" = 1 ]; then
   cmake -S "$here" -B "$san" -DCRPM_SANITIZE=ON -DCRPM_TEST_HOOKS=ON -DCRPM_BUILD_APPS=OFF -DCRPM_BUILD_BENCH=OFF -DCRPM_FORTRAN=OFF \
     "-DCRPM_TEST_SUITES=engine;track;mpi;l2;l3;integrity;device" -DCMAKE_BUILD_TYPE=Debug >/dev/null
   cmake --build "$san" -j "$(nproc)" >/dev/null
-  (cd "$san" && UBSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L "engine|decide|l2sim|l3sim|integrity_san") || status=$?
+  (cd "$san" && UBSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j "${CRPM_TEST_JOBS:-2}" \
+     -L "engine|decide|l2sim|l3sim|integrity_san") || status=$?
 fi
 exit $status

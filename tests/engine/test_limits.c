@@ -4,11 +4,11 @@
  *                 of a memfd are recovered exactly (the array is compared, with
  *                 a reason), a private anonymous array is still tracked
  *   many DIR N    N protected arrays: protect, checkpoint, recover work
- *                 within a generous time; with "beyond", N exceeds the limit
+ *                 within generous bounds of CPU time; with "beyond", N exceeds the limit
  *                 and the checkpoint must fail naming it (arrays, not segments)
  *   small DIR N   N arrays of one int each (issue 27): they share packs
  *                 (format.h), so the container stays small and checkpoints
- *                 fast (generous bounds; bench/engine/bench_small measures) */
+ *                 fast (generous bounds of CPU time; bench/engine/bench_small measures) */
 #include <errno.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -21,6 +21,15 @@ static double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The process's CPU time: the bounds on cost below hold however many other
+ * processes share the cores (wall time would measure the machine's load). */
+static double cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -41,7 +50,9 @@ static int special(const char *dir)
             printf("%s%s: %s (%.3f s)\n", paths[i], ro ? " read-only" : "", crpm_last_error(), dt);
             REQUIRE(rc != 0 && !c, "%s was accepted as a container", paths[i]);
             REQUIRE(strstr(crpm_last_error(), "FIFO") || strstr(crpm_last_error(), "device"), "no clear reason");
-            REQUIRE(dt < 1.0, "took %.1f s", dt);
+            /* refused at once: a blocking open would never return; the bound
+             * leaves a loaded machine room */
+            REQUIRE(dt < 30.0, "took %.1f s", dt);
         }
     struct stat st;
     REQUIRE(stat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
@@ -128,16 +139,16 @@ static int many(const char *dir, int n, int beyond)
     REQUIRE(v, "malloc");
     for (int64_t i = 0; i < (int64_t)n * 3; i++)
         v[i] = i * 7 + 1;
-    double t0 = now();
+    double t0 = cpu();
     for (int i = 0; i < n; i++) /* ids not in order: no search may rely on it */
         REQUIRE(crpm_container_protect(c, (int32_t)((i * 7919L) % n), v + 3 * i, 3, CRPM_TC_INT64, 8) == 0,
               "protect %d: %s", i, crpm_last_error());
-    double t1 = now();
+    double t1 = cpu();
     for (int i = 0; i < n; i += 1 + n / 1000) /* re-protect some: found, not added */
         REQUIRE(crpm_container_protect(c, (int32_t)((i * 7919L) % n), v + 3 * i, 3, CRPM_TC_INT64, 8) == 0,
               "re-protect");
     int rc = crpm_container_checkpoint(c, 1, NULL);
-    double t2 = now();
+    double t2 = cpu();
     if (rc) {
         printf("checkpoint of %d arrays: %s\n", n, crpm_last_error());
         REQUIRE(strstr(crpm_last_error(), "too many protected arrays") && strstr(crpm_last_error(), "fewer"),
@@ -150,21 +161,21 @@ static int many(const char *dir, int n, int beyond)
     REQUIRE(!beyond, "%d arrays fit: a larger number is needed to test the limit", n);
     crpm_container_close(c);
     memset(v, 0, (size_t)n * 3 * sizeof *v);
-    double t3 = now();
+    double t3 = cpu();
     REQUIRE(crpm_container_open(&o, &c, NULL) == 0, "reopen: %s", crpm_last_error());
     for (int i = 0; i < n; i++)
         REQUIRE(crpm_container_protect(c, (int32_t)((i * 7919L) % n), v + 3 * i, 3, CRPM_TC_INT64, 8) == 0,
               "protect %d: %s", i, crpm_last_error());
     REQUIRE(crpm_container_recover(c) == 0, "recover: %s", crpm_last_error());
-    double t4 = now();
+    double t4 = cpu();
     for (int64_t i = 0; i < (int64_t)n * 3; i++)
         REQUIRE(v[i] == i * 7 + 1, "array element %lld not recovered", (long long)i);
     crpm_container_close(c);
     unlink(path);
-    printf("%d arrays: protect %.3f s, checkpoint %.3f s, reopen + protect + recover %.3f s\n", n, t1 - t0,
+    printf("%d arrays (CPU time): protect %.3f s, checkpoint %.3f s, reopen + protect + recover %.3f s\n", n, t1 - t0,
            t2 - t1, t4 - t3);
-    /* generous bounds (a shared, loaded machine): protecting with a linear id
-     * search took 15 s for the first protects, 11 s for the second */
+    /* generous bounds on CPU time: protecting with a linear id search took
+     * 15 s for the first protects, 11 s for the second */
     REQUIRE(t1 - t0 < 3.0 && t4 - t3 < 8.0, "protecting %d arrays is not O(1) amortised", n);
     REQUIRE(t4 - t0 < 60.0, "%d arrays took %.1f s", n, t4 - t0);
     free(v);
@@ -190,9 +201,9 @@ static int small(const char *dir, int n)
     for (int k = 1; k <= 6; k++) {
         for (int j = 0; k > 1 && j < n / 100 + 1; j++)
             *v[rnd_below(&s, (uint64_t)n)] ^= 1 + (int)rnd_below(&s, 1000); /* the second copy is made whole at k = 2 */
-        double t = now();
+        double t = cpu();
         crpm_stats_t st = ck(c, (uint64_t)k);
-        t = now() - t;
+        t = cpu() - t;
         worst = t > worst && k > 1 ? t : worst;
         printf("checkpoint %d: %.4f s, wrote %llu bytes\n", k, t, (unsigned long long)st.bytes_written);
         REQUIRE(k <= 2 || st.bytes_written <= 2 * (uint64_t)(n / 100 + 1) * 256, "checkpoint %d wrote %llu bytes", k,
@@ -201,12 +212,12 @@ static int small(const char *dir, int n)
     crpm_container_close(c);
     struct stat sb;
     REQUIRE(stat(path, &sb) == 0, "stat");
-    printf("%d one-int arrays: file %lld bytes, %lld allocated; slowest checkpoint after the first %.4f s\n", n,
+    printf("%d one-int arrays: file %lld bytes, %lld allocated; slowest checkpoint after the first %.4f s of CPU\n", n,
            (long long)sb.st_size, (long long)sb.st_blocks * 512, worst);
     REQUIRE((uint64_t)sb.st_blocks * 512 < (4u << 20), "%d scalars take %lld bytes of storage", n,
             (long long)sb.st_blocks * 512);
     REQUIRE((uint64_t)sb.st_size < (64u << 20), "%d scalars make a %lld-byte file", n, (long long)sb.st_size);
-    REQUIRE(worst < 0.5, "a checkpoint of %d scalars took %.3f s", n, worst);
+    REQUIRE(worst < 0.5, "a checkpoint of %d scalars took %.3f s of CPU", n, worst);
     int *want = malloc((size_t)n * sizeof *want);
     for (int i = 0; i < n; i++) {
         want[i] = *v[i];

@@ -21,7 +21,7 @@ def parse_args(need=("app",)):
     ap.add_argument("--inspect", help="crpm-inspect executable")
     ap.add_argument("--export", help="crpm-export executable")
     ap.add_argument("--h5dump", default=shutil.which("h5dump"))
-    ap.add_argument("--tmp", default="/dev/shm" if os.path.isdir("/dev/shm") else "/tmp")
+    ap.add_argument("--tmp", default=crpmtest.shm_base())
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     a = ap.parse_args()
     for n in need:
@@ -122,5 +122,8 @@ def main(body):
         print("FAIL: %s" % e)
         print("work directory kept: %s" % work)
         sys.exit(1)
+    except crpmtest.Skipped:
+        crpmtest.clean_workdir(work, keep=a.keep)
+        raise
     print("PASS")
     crpmtest.clean_workdir(work, keep=a.keep)

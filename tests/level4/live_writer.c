@@ -1,8 +1,9 @@
 /* A live job for the tools tests (test_live_tools.py).
  *
- *   live_writer write CONTAINER SECONDS   checkpoints epoch after epoch, each
- *       with pattern(k) in every array (k = checkpoint id = the iteration),
- *       for SECONDS; prints "READY" after the first commit, "DONE <k>" at the end
+ *   live_writer write CONTAINER SECONDS [STOPFILE]   checkpoints epoch after
+ *       epoch, each with pattern(k) in every array (k = checkpoint id = the
+ *       iteration), for SECONDS or until STOPFILE exists; prints "READY" after
+ *       the first commit, "DONE <k>" at the end
  *   live_writer check FILE.h5 ID          an export of that container: every
  *       array must be pattern(k) for one k (the exported checkpoint ID) */
 #include <hdf5.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "engine.h"
 
 #define N1 (300 * 1000) /* doubles: 2.4 MB over 37 segments of 64 KiB */
@@ -26,7 +28,7 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int writer(const char *path, double seconds)
+static int writer(const char *path, double seconds, const char *stop)
 {
     crpm_open_opts o = {.path = path, .segment_size = 64 << 10, .block_size = 256, .job_name = "live",
                         .rank = 0, .nranks = 1, .persistence = CRPM_PERSIST_MSYNC, .create = 1};
@@ -47,7 +49,7 @@ static int writer(const char *path, double seconds)
     }
     double t0 = now();
     struct timespec pause = {0, 2000000};
-    for (k = 1; k == 1 || now() - t0 < seconds; k++) {
+    for (k = 1; k == 1 || (now() - t0 < seconds && !(stop && access(stop, F_OK) == 0)); k++) {
         for (int64_t i = 0; i < N1; i++)
             a1[i] = p1(k, i);
         for (int64_t i = 0; i < N2; i++)
@@ -115,10 +117,10 @@ static int check(const char *path, int64_t id)
 
 int main(int argc, char **argv)
 {
-    if (argc == 4 && !strcmp(argv[1], "write"))
-        return writer(argv[2], atof(argv[3]));
+    if ((argc == 4 || argc == 5) && !strcmp(argv[1], "write"))
+        return writer(argv[2], atof(argv[3]), argc == 5 ? argv[4] : NULL);
     if (argc == 4 && !strcmp(argv[1], "check"))
         return check(argv[2], atoll(argv[3]));
-    fprintf(stderr, "usage: live_writer write CONTAINER SECONDS | check FILE.h5 ID\n");
+    fprintf(stderr, "usage: live_writer write CONTAINER SECONDS [STOPFILE] | check FILE.h5 ID\n");
     return 2;
 }

@@ -9,10 +9,10 @@ from it and prints the checksum of a failure-free run.
   past_end_time    CRPM_END_TIME in the past: checkpoint and stop at the
                    first crpm_snapshot (iteration 0), .crpm-stopped written;
                    the relaunch resumes from iteration 0
-  just_in_time     end_time (ISO 8601) 4 s after the start: the job stops
+  just_in_time     end_time (ISO 8601) 12 s after the start: the job stops
                    past iteration 0, no earlier than the margin printed at
                    verbosity 2 (twice the measured checkpoint cost plus the
-                   time to the next check), which is far below the 4 s, and
+                   time to the next check), which is far below the 12 s, and
                    not (much) after the end
   scheduler_one_rank SLURM_JOB_END_TIME in the past on rank 1 only: both
                    ranks stop at iteration 0
@@ -46,6 +46,9 @@ NP = 2
 SMALL = ["--nx", "128", "--ny", "128", "--iters", "10000", "--print-every", "500"]
 # 2000 iterations of 3 ms (mostly asleep: a steady pace on a busy machine).
 PACED = ["--nx", "128", "--ny", "128", "--iters", "2000", "--print-every", "100"]
+# The same, 8000 iterations (at least 24 s): the end time 12 s after the
+# launch falls mid-run even when a loaded machine takes seconds to start it.
+PACED_LONG = ["--nx", "128", "--ny", "128", "--iters", "8000", "--print-every", "100"]
 DELAY = ["--delay-us", "3000"]
 STOPPED = re.compile(r"^heat: stopped at iteration (\d+) on every rank")
 
@@ -185,10 +188,10 @@ def scenario_past_end_time(c):
 
 def scenario_just_in_time(c):
     d = c.dir("jit")
-    iso = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(time.time()) + 4))
+    iso = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(time.time()) + 12))
     cfg = c.ini(d, verbosity=2, end_time=iso)
-    r = c.run(d, cfg, PACED + DELAY)
-    n = stopped_at(r.out, r.rc, iters=2000)
+    r = c.run(d, cfg, PACED_LONG + DELAY)
+    n = stopped_at(r.out, r.rc, iters=8000)
     margins = [secs(m.group(2), m.group(3)) for m in
                re.finditer(r"^\[crpm\] end of allocation in (\S+ \S+) \(end_time\): stop margin (\S+) (us|ms|s) ",
                            r.out, re.M)]
@@ -205,11 +208,11 @@ def scenario_just_in_time(c):
     check(left <= 1.1 * margins[-1] + 1e-3, "stopped %.3f s before the end, earlier than the margin %.3f s" %
           (left, margins[-1]))
     # Twice a checkpoint of a few ms plus the time to the next check: far
-    # less than the 4 s the run had (more than 1 s only on a busy machine).
+    # less than the 12 s the run had (more than 1 s only on a busy machine).
     check(margins[-1] < 2.0, "margin %.3f s: not just in time" % margins[-1])
     kept(d, "end_time")
     print("  stopped at iteration %d, %.3f s before the end (margin %.3f s)" % (n, left, margins[-1]))
-    c.resumes(d, c.ini(d), PACED, n)
+    c.resumes(d, c.ini(d), PACED_LONG, n)
 
 
 def scenario_scheduler_one_rank(c):

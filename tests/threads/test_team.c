@@ -171,20 +171,33 @@ static void test_funneled(void)
 
 /* ---- misuse ---------------------------------------------------------------------- */
 
-static atomic_int inside;
+static atomic_int inside, intruders_done;
 static int rc2[4];
+
+/* Rank 1 enters its checkpoint only when rank 0's three intruders are done
+ * (the last one tells it), so rank 0's main thread stays inside
+ * crpm_checkpoint, waiting for rank 1, all the while they try: no sleep has
+ * to outlast them on a loaded machine. */
+static void intruder_done(void)
+{
+    if (atomic_fetch_add(&intruders_done, 1) == 2) {
+        int go = 1;
+        MPI_Send(&go, 1, MPI_INT, 1, 4242, MPI_COMM_WORLD);
+    }
+}
 
 static void *intruder(void *arg)
 {
     (void)arg;
     while (!atomic_load(&inside))
         usleep(1000);
-    usleep(150 * 1000); /* the main thread is in crpm_checkpoint now (rank 1 is late) */
+    usleep(300 * 1000); /* the main thread is in crpm_checkpoint now (rank 1 is late) */
     double x = 1;
     rc2[0] = crpm_checkpoint(99, CRPM_L1);
     rc2[1] = crpm_recover();
     rc2[2] = crpm_protect(77, &x, 1, CRPM_DOUBLE);
     rc2[3] = crpm_snapshot();
+    intruder_done();
     return NULL;
 }
 
@@ -198,8 +211,9 @@ static void *team_intruder(void *arg)
     mixed_arg *a = arg;
     while (!atomic_load(&inside))
         usleep(1000);
-    usleep(150 * 1000);
+    usleep(300 * 1000);
     a->rc = crpm_checkpoint_team(98, CRPM_L1);
+    intruder_done();
     return NULL;
 }
 
@@ -224,8 +238,10 @@ static void test_misuse(void)
             REQUIRE(pthread_create(&ttid[t], NULL, team_intruder, &ta[t]) == 0, "pthread_create");
     }
     atomic_store(&inside, 1);
-    if (rank == 1)
-        usleep(600 * 1000);
+    if (rank == 1) { /* late: until rank 0's intruders are done */
+        int go;
+        MPI_Recv(&go, 1, MPI_INT, 0, 4242, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
     int rc = crpm_checkpoint(1, CRPM_L1);
     CHECK(rc == 0, "the first thread's checkpoint: %s", crpm_strerror(rc));
     if (rank == 0) {

@@ -371,7 +371,13 @@ def run_scenarios(scenarios, ctx, workdir, only=None, fatal=()):
 
 
 def shm_base():
-    """/dev/shm (tmpfs, the suite's stand-in for persistent memory) or /tmp."""
+    """The build's choice for checkpoints and work files (CRPM_TEST_SHM, set
+    by CTest: /dev/shm when it has room, else a directory in the build tree,
+    cmake/CrpmTesting.cmake); outside CTest /dev/shm (tmpfs, the suite's
+    stand-in for persistent memory) or /tmp."""
+    d = os.environ.get("CRPM_TEST_SHM")
+    if d and os.path.isdir(d):
+        return d
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else "/tmp"
 
 
