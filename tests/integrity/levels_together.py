@@ -136,30 +136,27 @@ def scenario_header(c):
             check(len(aside) == 1, "level %s: rank %d's damaged container not kept aside: %s" % (schedule, r, aside))
 
 
-def scenario_lost_copies(c):
-    d, cfg = first_run(c, "lostcp", "2", 15)
-    copies = job_files(d, "lostcp", "partner-*.crpm")
-    check(len(copies) == L.NP, "expected %d partner copies, found %s" % (L.NP, copies))
-    for f in copies:
+def lost_redundancy(c, name, schedule, pattern, what, want):
+    """Every file of a level (pattern) erased, the containers intact: the
+    relaunch writes them again, and a node loss next is repaired from them."""
+    d, cfg = first_run(c, name, schedule, 15)
+    files = job_files(d, name, pattern)
+    check(len(files) == L.NP, "expected %d %s, found %s" % (L.NP, what, files))
+    for f in files:
         os.remove(f)
-    expect_resume(c, d, cfg, "2", "l1", 15, "every partner copy erased", iters=15)
-    check(len(job_files(d, "lostcp", "partner-*.crpm")) == L.NP, "the partner copies were not written again: %s" %
-          job_files(d, "lostcp", "partner-*.crpm"))
+    expect_resume(c, d, cfg, schedule, "l1", 15, "every %s erased" % what, iters=15)
+    check(len(job_files(d, name, pattern)) == L.NP, "the %s were not written again: %s" %
+          (what, job_files(d, name, pattern)))
     L.wipe(d, [1])
-    expect_resume(c, d, cfg, "2", "l2", 15, "then node 1 lost")
+    expect_resume(c, d, cfg, schedule, want, 15, "then node 1 lost")
+
+
+def scenario_lost_copies(c):
+    lost_redundancy(c, "lostcp", "2", "partner-*.crpm", "partner copies", "l2")
 
 
 def scenario_lost_parity(c):
-    d, cfg = first_run(c, "lostpar", "3", 15)
-    par = job_files(d, "lostpar", "parity-*.crpm")
-    check(len(par) == L.NP, "expected %d parity containers, found %s" % (L.NP, par))
-    for f in par:
-        os.remove(f)
-    expect_resume(c, d, cfg, "3", "l1", 15, "every parity container erased", iters=15)
-    check(len(job_files(d, "lostpar", "parity-*.crpm")) == L.NP, "the parity was not re-encoded: %s" %
-          job_files(d, "lostpar", "parity-*.crpm"))
-    L.wipe(d, [1])
-    expect_resume(c, d, cfg, "3", "l3", 15, "then node 1 lost")
+    lost_redundancy(c, "lostpar", "3", "parity-*.crpm", "parity containers", "l3")
 
 
 def scenario_refusal(c):
