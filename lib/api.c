@@ -250,6 +250,7 @@ static int init_common(const char *config_file, const char *text, MPI_Comm comm)
         .keep_l4 = ctx->cfg.keep_l4,
         .verbosity = ctx->cfg.verbosity,
         .layout = &ctx->layout,
+        .run_id = ctx->run_id, /* level-4 files record the run (a restart compares epochs within one) */
         /* with async the followers run in the background thread, beside runs of the caller's pool and
          * its teams: they get none (one run at a time per pool, a fixed width during a run) */
         .pool = ctx->cfg.async ? NULL : ctx->pool,

@@ -52,13 +52,20 @@ static inline const int64_t *crpm_fact_reference(const int64_t *rows, int nranks
 
 /* The run identity of the checkpoints being restored: that of the first
  * container that opened with a committed checkpoint, its data intact or
- * not (run: 2 words); 0 when none did. */
+ * not, else of an empty one (a run started anew, e.g. after a restart from
+ * level 4, whose partner copies and parity of the run before must not
+ * serve); run: 2 words; 0 when no container opened. */
 static inline int crpm_fact_run(const int64_t *rows, int nranks, int64_t run[2])
 {
     const int64_t *x = crpm_fact_reference(rows, nranks);
     for (int r = 0; !x && r < nranks; r++) {
         const int64_t *y = rows + (size_t)r * CRPM_F_N;
         if (y[CRPM_F_EXISTS] && y[CRPM_F_BAD] && y[CRPM_F_EPOCH] > 0)
+            x = y;
+    }
+    for (int r = 0; !x && r < nranks; r++) {
+        const int64_t *y = rows + (size_t)r * CRPM_F_N;
+        if (y[CRPM_F_EXISTS] && y[CRPM_F_RC] == 0 && !y[CRPM_F_NRANKS])
             x = y;
     }
     if (x) {

@@ -22,8 +22,10 @@ def declared(headers):
                 # int (name)(...): a name kept from a function-like macro of the same name
                 decl = re.sub(r'\(\s*(\w+)\s*\)\s*\(', r' \1(', decl, count=1)
                 names.add(re.search(r'(\w+)\s*\(', decl).group(1))
-            else:  # extern const crpm_type_t A, B, ...
+            elif 'crpm_type_t' in decl:  # extern const crpm_type_t A, B, ...
                 names.update(re.findall(r'\b(CRPM_[A-Z]+)\b', decl.split('crpm_type_t', 1)[-1]))
+            else:  # extern <type> name: a variable
+                names.add(re.findall(r'(\w+)\s*$', decl.strip())[0])
     return names
 
 
